@@ -1,0 +1,88 @@
+"""Tessera's public plugin API: the only package a plugin imports.
+
+A plugin contributes definitions (entities with their workflows, actions, projections) and
+named handlers (custom policies and effects) through the hooks of :mod:`plugin_api.hookspecs`,
+marked with :data:`hookimpl`, and registers itself through the ``tessera.plugins`` entry-point
+group. See ``docs/writing-plugins.md``.
+"""
+
+from plugin_api._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
+from plugin_api.context import ActionContext, EffectHandler, PolicyHandler, QueryHandle
+from plugin_api.definitions import (
+    NO_DEFAULT,
+    SYSTEM_FIELDS,
+    Action,
+    CreateAction,
+    Entity,
+    Field,
+    FieldType,
+    JSONValue,
+    Projection,
+    Stamp,
+    StampSource,
+    Transition,
+    TransitionAction,
+    UpdateAction,
+    Workflow,
+)
+from plugin_api.errors import (
+    ActorRequired,
+    AuditEmissionFailed,
+    BadRequest,
+    ConcurrencyConflict,
+    EffectFailed,
+    InternalError,
+    NotFound,
+    PolicyDenied,
+    PolicySubjectRequired,
+    ProjectionNotFound,
+    TenantBoundaryViolation,
+    TenantContextRequired,
+    TesseraError,
+    UnknownAction,
+    WorkflowGuardDenied,
+    WorkflowStateMismatch,
+    WorkflowSubjectNotFound,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "NO_DEFAULT",
+    "PROJECT_NAME",
+    "SYSTEM_FIELDS",
+    "Action",
+    "ActionContext",
+    "ActorRequired",
+    "AuditEmissionFailed",
+    "BadRequest",
+    "ConcurrencyConflict",
+    "CreateAction",
+    "EffectFailed",
+    "EffectHandler",
+    "Entity",
+    "Field",
+    "FieldType",
+    "InternalError",
+    "JSONValue",
+    "NotFound",
+    "PolicyDenied",
+    "PolicyHandler",
+    "PolicySubjectRequired",
+    "Projection",
+    "ProjectionNotFound",
+    "QueryHandle",
+    "Stamp",
+    "StampSource",
+    "TenantBoundaryViolation",
+    "TenantContextRequired",
+    "TesseraError",
+    "Transition",
+    "TransitionAction",
+    "UnknownAction",
+    "UpdateAction",
+    "Workflow",
+    "WorkflowGuardDenied",
+    "WorkflowStateMismatch",
+    "WorkflowSubjectNotFound",
+    "hookimpl",
+]

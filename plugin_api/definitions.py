@@ -1,0 +1,254 @@
+"""Definitions a plugin contributes: fields, entities, workflows, actions, projections.
+
+All definitions are immutable (frozen, keyword-only dataclasses holding tuples). The host
+validates them when it compiles the metadata graph and refuses to start on any incoherence, so a
+plugin author gets every mistake reported at startup, never at request time.
+
+Names follow strict patterns because they become SQL identifiers:
+
+* a *name* (field, transition) matches ``[a-z][a-z0-9]*(_[a-z0-9]+)*`` (lower snake case, no
+  double or trailing underscore), at most 63 characters;
+* an *FQN* is two or more names joined by dots, for example ``helpdesk.ticket`` (an entity) or
+  ``helpdesk.ticket.create`` (an action or projection).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, TypeAlias, Union
+
+JSONScalar: TypeAlias = str | int | float | bool | None
+JSONValue: TypeAlias = Union[JSONScalar, "Mapping[str, JSONValue]", "tuple[JSONValue, ...]"]
+"""A JSON-compatible value as written in a definition (defaults, stamp literals)."""
+
+
+class _NoDefault(enum.Enum):
+    NO_DEFAULT = "NO_DEFAULT"
+
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Final = _NoDefault.NO_DEFAULT
+"""Sentinel for a field without a default (distinct from a default of ``None``)."""
+
+SYSTEM_FIELDS: Final[tuple[str, ...]] = ("id", "tenant_id", "created_at", "updated_at", "_version")
+"""Columns every entity has, managed by the host. A plugin may not declare them."""
+
+
+class FieldType(str, enum.Enum):
+    """The six writable field types of the interface (spec 2.6)."""
+
+    STRING = "string"
+    INTEGER = "integer"
+    DATETIME = "datetime"
+    ENUM = "enum"
+    MONEY = "money"
+    BOOLEAN = "boolean"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Field:
+    """A typed, declared field of an entity.
+
+    :param name: the field name (also its column name).
+    :param type: one of :class:`FieldType`.
+    :param label: explicit label; without one, renderers get the humanised name
+        (``due_at`` -> ``Due at``).
+    :param nullable: whether the field accepts and stores null.
+    :param default: a raw default in the write shape of the type, or :data:`NO_DEFAULT`.
+        A field that is not nullable and has no default is *required* on create.
+    :param max_length: advisory maximum length of a ``string`` (not enforced by storage).
+    :param options: the closed, ordered set of values of an ``enum``.
+    :param currency: the ISO 4217 currency code of a ``money`` field.
+    """
+
+    name: str
+    type: FieldType
+    label: str | None = None
+    nullable: bool = False
+    default: JSONValue | _NoDefault = NO_DEFAULT
+    max_length: int | None = None
+    options: tuple[str, ...] = ()
+    currency: str | None = None
+
+    @property
+    def has_default(self) -> bool:
+        """True when the field declares a default (possibly ``None``)."""
+        return self.default is not NO_DEFAULT
+
+    @property
+    def required(self) -> bool:
+        """True when the field is not nullable and has no default."""
+        return not self.nullable and not self.has_default
+
+
+class StampSource(str, enum.Enum):
+    """Where a stamped value comes from."""
+
+    LITERAL = "literal"
+    """A fixed value given in the definition (``None`` clears the field)."""
+    ACTOR = "actor"
+    """The acting actor's id (``X-Actor-Id``, ``anon`` by default)."""
+    NOW = "now"
+    """The current UTC time (datetime fields only)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Stamp:
+    """A value the runtime writes into a field when an action runs.
+
+    Use the constructors :meth:`literal`, :meth:`actor` and :meth:`now`.
+    """
+
+    field: str
+    source: StampSource
+    value: JSONValue = None
+
+    @classmethod
+    def literal(cls, field: str, value: JSONValue) -> Stamp:
+        """Set ``field`` to ``value`` (a write-shape value; ``None`` clears it)."""
+        return cls(field=field, source=StampSource.LITERAL, value=value)
+
+    @classmethod
+    def actor(cls, field: str) -> Stamp:
+        """Set ``field`` to the acting actor's id."""
+        return cls(field=field, source=StampSource.ACTOR)
+
+    @classmethod
+    def now(cls, field: str) -> Stamp:
+        """Set ``field`` to the current UTC time."""
+        return cls(field=field, source=StampSource.NOW)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Transition:
+    """A move of the workflow from one of ``sources`` to ``target``, stamping fields.
+
+    :param name: the transition name, unique within its workflow.
+    :param sources: the states the transition may start from (one or more).
+    :param target: the state it ends in.
+    :param stamps: values written when the transition runs.
+    """
+
+    name: str
+    sources: tuple[str, ...]
+    target: str
+    stamps: tuple[Stamp, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Workflow:
+    """The state machine of an entity.
+
+    :param state_field: an ``enum`` field of the entity whose options are exactly the
+        workflow's states, in order; it is seeded with ``initial`` on create.
+    :param initial: the state of a newly created row.
+    :param transitions: the allowed moves.
+    """
+
+    state_field: str
+    initial: str
+    transitions: tuple[Transition, ...]
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        """Every state named by ``initial`` or a transition, in first-mention order."""
+        seen: dict[str, None] = {self.initial: None}
+        for transition in self.transitions:
+            for state in (*transition.sources, transition.target):
+                seen.setdefault(state, None)
+        return tuple(seen)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Entity:
+    """A stored entity: a table of typed fields, optionally governed by a workflow.
+
+    :param fqn: dotted name, for example ``helpdesk.ticket``.
+    :param fields: the declared fields, in declaration order (system fields are implicit).
+    :param workflow: the entity's workflow, if any.
+    """
+
+    fqn: str
+    fields: tuple[Field, ...]
+    workflow: Workflow | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CreateAction:
+    """An action that creates a row.
+
+    :param fqn: dotted name, for example ``helpdesk.ticket.create``.
+    :param entity: FQN of the entity it creates.
+    :param inputs: the declared fields it accepts, in order; any other input key is a 400.
+    :param stamps: values stamped on the new row (for example the requester).
+    :param roles: any-of role list; empty means no role is required.
+    :param policies: names of custom policies (see ``tessera_policies``), all must allow.
+    :param effect: name of a custom effect (see ``tessera_effects``) run after the insert
+        values are prepared, in the same transaction.
+    """
+
+    fqn: str
+    entity: str
+    inputs: tuple[str, ...]
+    stamps: tuple[Stamp, ...] = ()
+    roles: tuple[str, ...] = ()
+    policies: tuple[str, ...] = ()
+    effect: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TransitionAction:
+    """An action that performs a workflow transition on an existing row.
+
+    Inputs that name a declared field (not the state field) are validated and stamped;
+    other keys are accepted and kept only in the audit record.
+
+    :param transition: the name of the workflow transition it performs.
+    """
+
+    fqn: str
+    entity: str
+    transition: str
+    roles: tuple[str, ...] = ()
+    policies: tuple[str, ...] = ()
+    effect: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UpdateAction:
+    """An action that patches an existing row (partial-patch semantics).
+
+    :param patchable: the closed list of fields a request may change, in order; it may be
+        empty (an action whose custom effect does the work).
+    """
+
+    fqn: str
+    entity: str
+    patchable: tuple[str, ...]
+    roles: tuple[str, ...] = ()
+    policies: tuple[str, ...] = ()
+    effect: str | None = None
+
+
+Action: TypeAlias = CreateAction | TransitionAction | UpdateAction
+"""Any action definition."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Projection:
+    """A read-only view of an entity, rendered as a ViewSchema.
+
+    :param fqn: dotted name, for example ``helpdesk.ticket.queue``.
+    :param entity: FQN of the entity it shows.
+    :param fields: field names shown, in order; system fields are allowed.
+    :param actions: FQNs of actions offered with the view, in order (same entity).
+    """
+
+    fqn: str
+    entity: str
+    fields: tuple[str, ...]
+    actions: tuple[str, ...] = ()

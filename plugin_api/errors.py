@@ -1,0 +1,174 @@
+"""The closed error taxonomy of the interface (spec part 7).
+
+Every error the service answers with is one of these classes. Each carries its HTTP
+``status`` and its wire ``kind`` on the class; the host renders any of them as the error
+envelope ``{"ok": false, "error": {"kind": ..., "message": ...}}``. A plugin's custom policy
+or effect may raise any of them and the client sees exactly that status, kind and message.
+Anything else raised by a plugin is treated as a bug in the plugin: the client gets a 500
+with a generic message and the cause goes to the log.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class TesseraError(Exception):
+    """Base of the taxonomy. Do not raise it directly; raise one of its subclasses."""
+
+    status: ClassVar[int] = 500
+    kind: ClassVar[str] = "InternalError"
+    default_message: ClassVar[str] = "Internal error"
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message if message is not None else self.default_message
+        super().__init__(self.message)
+
+
+class BadRequest(TesseraError):
+    """400: missing header, body that is not a JSON object, or a value that does not fit."""
+
+    status = 400
+    kind = "BadRequest"
+    default_message = "Bad request"
+
+
+class PolicySubjectRequired(TesseraError):
+    """400: an action that needs a subject was invoked with ``subject: null``."""
+
+    status = 400
+    kind = "PolicySubjectRequired"
+    default_message = "This action requires a subject"
+
+
+class ActorRequired(TesseraError):
+    """400: reserved; never raised by the host in v0.1.x."""
+
+    status = 400
+    kind = "ActorRequired"
+    default_message = "An actor is required"
+
+
+class TenantContextRequired(TesseraError):
+    """400: reserved; never raised by the host in v0.1.x."""
+
+    status = 400
+    kind = "TenantContextRequired"
+    default_message = "A tenant context is required"
+
+
+class PolicyDenied(TesseraError):
+    """403: the actor lacks a required role, or a custom policy said no."""
+
+    status = 403
+    kind = "PolicyDenied"
+    default_message = "Policy denied"
+
+
+class TenantBoundaryViolation(TesseraError):
+    """403: ``subject.tenantId`` differs from the active tenant."""
+
+    status = 403
+    kind = "TenantBoundaryViolation"
+    default_message = "Subject belongs to another tenant"
+
+
+class WorkflowGuardDenied(TesseraError):
+    """403: reserved; not raised by the host in v0.1.x."""
+
+    status = 403
+    kind = "WorkflowGuardDenied"
+    default_message = "Workflow guard denied"
+
+
+class UnknownAction(TesseraError):
+    """404: the action FQN is not in the graph."""
+
+    status = 404
+    kind = "UnknownAction"
+    default_message = "Unknown action"
+
+
+class NotFound(TesseraError):
+    """404: the subject of an update or transition does not exist in this tenant."""
+
+    status = 404
+    kind = "NotFound"
+    default_message = "Not found"
+
+
+class WorkflowSubjectNotFound(TesseraError):
+    """404: a workflow guard could not find the subject mid-evaluation."""
+
+    status = 404
+    kind = "WorkflowSubjectNotFound"
+    default_message = "Workflow subject not found"
+
+
+class ProjectionNotFound(TesseraError):
+    """404: the projection FQN is not in the graph."""
+
+    status = 404
+    kind = "ProjectionNotFound"
+    default_message = "Unknown projection"
+
+
+class WorkflowStateMismatch(TesseraError):
+    """409: the subject is not in a source state of the transition."""
+
+    status = 409
+    kind = "WorkflowStateMismatch"
+    default_message = "The subject is not in a state this action applies to"
+
+
+class ConcurrencyConflict(TesseraError):
+    """409: the row changed between read and write (optimistic lock)."""
+
+    status = 409
+    kind = "ConcurrencyConflict"
+    default_message = "The subject was modified concurrently; read it again and retry"
+
+
+class EffectFailed(TesseraError):
+    """500: a custom effect raised something outside this taxonomy."""
+
+    status = 500
+    kind = "EffectFailed"
+    default_message = "The action's effect failed"
+
+
+class AuditEmissionFailed(TesseraError):
+    """500: the audit record could not be written; the action was rolled back."""
+
+    status = 500
+    kind = "AuditEmissionFailed"
+    default_message = "The audit record could not be written; nothing was changed"
+
+
+class InternalError(TesseraError):
+    """500: any other failure."""
+
+    status = 500
+    kind = "InternalError"
+    default_message = "Internal error"
+
+
+ALL_ERRORS: tuple[type[TesseraError], ...] = (
+    BadRequest,
+    PolicySubjectRequired,
+    ActorRequired,
+    TenantContextRequired,
+    PolicyDenied,
+    TenantBoundaryViolation,
+    WorkflowGuardDenied,
+    UnknownAction,
+    NotFound,
+    WorkflowSubjectNotFound,
+    ProjectionNotFound,
+    WorkflowStateMismatch,
+    ConcurrencyConflict,
+    EffectFailed,
+    AuditEmissionFailed,
+    InternalError,
+)
+"""Every class of the taxonomy, in the order of the spec's table."""

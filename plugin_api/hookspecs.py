@@ -1,0 +1,96 @@
+"""Hook specifications: what a Tessera plugin may implement.
+
+A plugin is a module (or object) with functions marked ``@hookimpl`` whose names are the hook
+names below. Register it through the ``tessera.plugins`` entry-point group of your
+distribution::
+
+    [project.entry-points."tessera.plugins"]
+    helpdesk = "helpdesk.plugin"
+
+Every hook is optional. The host calls each plugin's hooks separately, so it always knows which
+plugin contributed what; contributions from all plugins are merged with one rule: a name
+defined twice is a startup error naming both plugins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from plugin_api._markers import hookspec
+from plugin_api.context import EffectHandler, PolicyHandler
+from plugin_api.definitions import Action, Entity, Projection
+
+# ---------------------------------------------------------------------------------------------
+# Contribution hooks: called once per plugin when the host compiles the metadata graph.
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def tessera_entities() -> Sequence[Entity]:
+    """Return the entities this plugin defines.
+
+    :returns: a sequence of :class:`~plugin_api.Entity` (workflows are part of entities).
+
+    Result rule: every plugin's result is collected; FQNs must be unique across all plugins.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def tessera_actions() -> Sequence[Action]:
+    """Return the actions this plugin defines.
+
+    :returns: a sequence of :class:`~plugin_api.CreateAction`,
+        :class:`~plugin_api.TransitionAction` or :class:`~plugin_api.UpdateAction`. An action
+        may target an entity of another plugin.
+
+    Result rule: every plugin's result is collected; FQNs must be unique across all plugins.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def tessera_projections() -> Sequence[Projection]:
+    """Return the projections this plugin defines.
+
+    :returns: a sequence of :class:`~plugin_api.Projection`.
+
+    Result rule: every plugin's result is collected; FQNs must be unique across all plugins.
+    """
+    raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------------------------
+# Dispatch hooks: called once per plugin at startup to build the registries of named handlers
+# that actions refer to by name (``policies=(...)``, ``effect=...``).
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def tessera_policies() -> Mapping[str, PolicyHandler]:
+    """Return the custom policies this plugin implements, by name.
+
+    :returns: a mapping of policy name (a dotted name, conventionally prefixed by the plugin's
+        domain, such as ``helpdesk.own_ticket``) to a handler taking an
+        :class:`~plugin_api.ActionContext` and returning ``True`` to allow (sync or async).
+
+    Result rule: every plugin's result is collected; names must be unique across all plugins,
+    and every name an action refers to must be implemented by some installed plugin.
+    Policies run after the role check and the subject lookup, before the workflow gate.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def tessera_effects() -> Mapping[str, EffectHandler]:
+    """Return the custom effects this plugin implements, by name.
+
+    :returns: a mapping of effect name (such as ``billing.assign_number``) to a handler
+        taking an :class:`~plugin_api.ActionContext` (sync or async).
+
+    Result rule: as for :func:`tessera_policies`. An effect runs inside the action's
+    transaction after the built-in effect (insert values, transition target and stamps, or
+    patch) has been prepared and before the row is written, so values it sets are written in
+    the same statement and reported in the outputs.
+    """
+    raise NotImplementedError
