@@ -1,0 +1,5 @@
+"""``python -m host``: the ``tessera`` command."""
+
+from host.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""The ``tessera`` command: inspect plugins and the graph, check, show config, serve, migrate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from host import __version__, cli_migrate
+from host.config import Settings
+from host.graph import GraphError, compile_graph
+from host.plugins import PluginContribution, contributions, load_plugins
+
+__all__ = ["main", "serve_command"]
+
+ASGI_APP = "host.asgi:app"
+
+
+def _names(kind: str, names: Sequence[str], out: TextIO) -> None:
+    if names:
+        print(f"  {kind} ({len(names)}): {', '.join(names)}", file=out)
+
+
+def _print_contribution(contribution: PluginContribution, out: TextIO) -> None:
+    plugin = contribution.plugin
+    origin = f"{plugin.distribution} {plugin.version}" if plugin.distribution else "(not installed)"
+    print(f"{plugin.name}: {origin}", file=out)
+    _names("entities", [e.fqn for e in contribution.entities], out)
+    _names("actions", [a.fqn for a in contribution.actions], out)
+    _names("projections", [p.fqn for p in contribution.projections], out)
+    _names("policies", sorted(contribution.policies), out)
+    _names("effects", sorted(contribution.effects), out)
+
+
+def _cmd_plugins(settings: Settings) -> int:
+    loaded = load_plugins(settings)
+    contribs = contributions(loaded)
+    for contribution in contribs:
+        _print_contribution(contribution, sys.stdout)
+    if not contribs:
+        print("no plugins loaded")
+    errors = [*loaded.errors, *(e for c in contribs for e in c.errors)]
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _compile(settings: Settings) -> tuple[int, str, bytes]:
+    try:
+        graph = compile_graph(load_plugins(settings))
+    except GraphError as exc:
+        print(f"{len(exc.errors)} error(s) in the plugin graph:", file=sys.stderr)
+        for error in exc.errors:
+            print(f"error: {error}", file=sys.stderr)
+        return 1, "", b""
+    return 0, graph.hash, graph.canonical
+
+
+def _cmd_graph(settings: Settings, *, hash_only: bool) -> int:
+    status, digest, canonical = _compile(settings)
+    if status:
+        return status
+    if hash_only:
+        print(digest)
+    else:
+        document = {"hash": digest, "graph": json.loads(canonical)}
+        print(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
+    return 0
+
+
+def _cmd_check(settings: Settings) -> int:
+    status, digest, _ = _compile(settings)
+    if not status:
+        print(f"ok {digest}")
+    return status
+
+
+def _cmd_config(settings: Settings) -> int:
+    for variable, value, help_text in settings.describe():
+        print(f"{variable}={value}\n    {help_text}")
+    return 0
+
+
+def serve_command(bind: str, workers: int, extra: Sequence[str] = ()) -> list[str]:
+    """The Hypercorn command line ``tessera serve`` runs (``extra`` is passed through)."""
+    return [
+        sys.executable,
+        "-m",
+        "hypercorn",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        *extra,
+        ASGI_APP,
+    ]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tessera", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"tessera {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("plugins", help="list discovered plugins and what they contribute")
+    graph = commands.add_parser("graph", help="print the canonical graph and its hash")
+    graph.add_argument("--hash", action="store_true", help="print only the hash")
+    commands.add_parser("check", help="compile the graph; print 'ok <hash>' or every error")
+    commands.add_parser("config", help="print every TESSERA_* setting with value and help")
+    serve = commands.add_parser(
+        "serve",
+        help="run Hypercorn on host.asgi:app (unknown options are passed to Hypercorn)",
+    )
+    serve.add_argument("--bind", default="127.0.0.1:8000", help="default: %(default)s")
+    serve.add_argument("--workers", type=int, default=1, help="default: %(default)s")
+    migrate = commands.add_parser(
+        "migrate", help="plan or apply the schema changes the installed plugins need"
+    )
+    mode = migrate.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--plan", action="store_true", help="print the plan; change nothing")
+    mode.add_argument("--apply", action="store_true", help="apply the plan")
+    migrate.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        choices=cli_migrate.ALLOWABLE_KINDS,
+        metavar="KIND",
+        help="apply breaking changes of this kind (repeatable): "
+        + ", ".join(cli_migrate.ALLOWABLE_KINDS),
+    )
+    migrate.add_argument("--json", action="store_true", help="print the plan as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``tessera`` command; return the exit status."""
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "serve":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "plugins":
+        return _cmd_plugins(settings)
+    if args.command == "graph":
+        return _cmd_graph(settings, hash_only=args.hash)
+    if args.command == "check":
+        return _cmd_check(settings)
+    if args.command == "config":
+        return _cmd_config(settings)
+    if args.command == "migrate":
+        return cli_migrate.migrate(
+            settings, execute=args.apply, allow=args.allow, as_json=args.json
+        )
+    status = cli_migrate.preflight(settings)  # Hypercorn exits 0 when the app cannot start
+    if status:
+        return status
+    command = serve_command(args.bind, args.workers, [a for a in rest if a != "--"])
+    sys.stdout.flush()
+    os.execvp(command[0], command)
+    return 0  # pragma: no cover - execvp does not return

@@ -1,0 +1,138 @@
+"""The canonical form of a graph and its hash.
+
+The canonical form is UTF-8 JSON with sorted keys and compact separators. It holds a format
+tag, every definition (sorted by kind, then FQN) with every one of its attributes, and the
+names of the custom policies and effects. Declaration orders that carry meaning (fields,
+inputs, options, projection fields and actions, stamps, transitions) are kept as lists. Which
+plugin or distribution version contributed what is left out: two processes serving the same
+semantic content get the same hash.
+
+An attribute is encoded generically from the dataclass fields of the definition, so a new
+attribute of the plugin API enters the hash without a change here. A field without a default
+has no ``default`` key, which keeps it distinct from a default of ``None``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from plugin_api.definitions import (
+    NO_DEFAULT,
+    Action,
+    CreateAction,
+    Entity,
+    Projection,
+    TransitionAction,
+    UpdateAction,
+)
+
+__all__ = ["FORMAT", "canonical_document", "canonical_form", "graph_hash"]
+
+FORMAT: Final = "tessera.graph/1"
+"""Tag of the canonical form; bump it when the encoding changes."""
+
+_ACTION_KINDS: Final[Mapping[type, str]] = {
+    CreateAction: "create",
+    TransitionAction: "transition",
+    UpdateAction: "update",
+}
+
+JSONObject = dict[str, object]
+
+
+_SCALARS: Final = (str, int, float, bool, type(None))
+
+
+@functools.cache
+def _attribute_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _encode(value: object) -> object:
+    if type(value) in _SCALARS:  # the common case first: this runs for every attribute
+        return value
+    if isinstance(value, (tuple, list)):
+        return [item if type(item) in _SCALARS else _encode(item) for item in value]
+    if isinstance(value, enum.Enum):
+        return _encode(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        encoded = {}
+        for name in _attribute_names(type(value)):
+            attribute = getattr(value, name)
+            if type(attribute) in _SCALARS:
+                encoded[name] = attribute
+            elif attribute is not NO_DEFAULT:
+                encoded[name] = _encode(attribute)
+        return encoded
+    if isinstance(value, Mapping):
+        return {str(key): _encode(item) for key, item in value.items()}
+    return value
+
+
+def _definition(kind: str, definition: Entity | Action | Projection) -> JSONObject:
+    encoded = _encode(definition)
+    assert isinstance(encoded, dict)
+    document: JSONObject = {"kind": kind, "attributes": encoded}
+    if kind == "action":
+        document["actionKind"] = _ACTION_KINDS[type(definition)]
+    return document
+
+
+def canonical_document(
+    *,
+    entities: Iterable[Entity],
+    actions: Iterable[Action],
+    projections: Iterable[Projection],
+    policies: Iterable[str],
+    effects: Iterable[str],
+) -> JSONObject:
+    """The canonical form as a JSON-ready dict (see the module docstring)."""
+    definitions = [
+        *(_definition("action", a) for a in actions),
+        *(_definition("entity", e) for e in entities),
+        *(_definition("projection", p) for p in projections),
+    ]
+    definitions.sort(key=lambda d: (d["kind"], d["attributes"]["fqn"]))  # type: ignore[index]
+    return {
+        "format": FORMAT,
+        "definitions": definitions,
+        "policies": sorted(policies),
+        "effects": sorted(effects),
+    }
+
+
+def canonical_form(
+    *,
+    entities: Iterable[Entity],
+    actions: Iterable[Action],
+    projections: Iterable[Projection],
+    policies: Iterable[str],
+    effects: Iterable[str],
+) -> bytes:
+    """The canonical serialisation (UTF-8 JSON bytes) the graph hash is computed over.
+
+    :raises ValueError: if a value cannot be represented exactly in JSON (NaN, infinity).
+    :raises TypeError: if a value is not JSON data.
+    """
+    document = canonical_document(
+        entities=entities,
+        actions=actions,
+        projections=projections,
+        policies=policies,
+        effects=effects,
+    )
+    text = json.dumps(
+        document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return text.encode("utf-8")
+
+
+def graph_hash(canonical: bytes) -> str:
+    """Lower-case hex SHA-256 of a canonical form."""
+    return hashlib.sha256(canonical).hexdigest()

@@ -1,0 +1,388 @@
+"""Merge every plugin's contributions into one validated, immutable :class:`Graph`.
+
+:func:`compile_graph` reports every problem it finds (never only the first) in one
+:class:`GraphError`; each message names the plugin (distribution and version) and the FQN or
+name at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from host import plugins as _plugins  # a module reference: host.plugins imports our model
+from host.graph.canonical import canonical_form, graph_hash
+from host.graph.checks import (
+    TABLE_NAME_MAX_LENGTH,
+    Say,
+    check_field,
+    check_roles,
+    check_stamps,
+    check_workflow,
+    dotted_problem,
+    duplicates,
+    names_of,
+    table_name,
+)
+from host.graph.model import (
+    CompiledAction,
+    CompiledEntity,
+    CompiledProjection,
+    Graph,
+    PluginInfo,
+    RegisteredHandler,
+)
+from plugin_api.definitions import (
+    SYSTEM_FIELDS,
+    Action,
+    CreateAction,
+    Entity,
+    Field,
+    Projection,
+    Stamp,
+    Transition,
+    TransitionAction,
+    UpdateAction,
+    Workflow,
+)
+
+if TYPE_CHECKING:
+    from host.plugins import LoadedPlugins, PluginContribution
+
+__all__ = ["GraphError", "compile_graph"]
+
+D = TypeVar("D", bound=Entity | Action | Projection)
+_ACTION_TYPES = (CreateAction, TransitionAction, UpdateAction)
+
+
+class GraphError(Exception):
+    """The plugins do not form a coherent graph; ``errors`` holds every problem found."""
+
+    def __init__(self, errors: Sequence[str]) -> None:
+        self.errors: tuple[str, ...] = tuple(errors)
+        super().__init__("\n".join(self.errors))
+
+    def __str__(self) -> str:
+        return "\n".join(self.errors)
+
+
+@dataclass(slots=True)
+class _Errors:
+    messages: list[str] = field(default_factory=list)
+
+    def about(self, plugin: PluginInfo, subject: str) -> Say:
+        """A reporter prefixing the plugin and the definition at fault."""
+        return lambda message: self.messages.append(f"{plugin.describe()}: {subject}: {message}")
+
+
+def _merge(
+    kind: str, items: Iterable[tuple[PluginInfo, D]], errors: _Errors
+) -> dict[str, tuple[PluginInfo, D]]:
+    """Index definitions by FQN; a second definition of an FQN is an error naming both."""
+    merged: dict[str, tuple[PluginInfo, D]] = {}
+    for plugin, definition in items:
+        fqn = definition.fqn
+        say = errors.about(plugin, f"{kind} {fqn!r}")
+        problem = dotted_problem(fqn, min_parts=2)
+        if problem is not None:
+            say(f"FQN {problem}")
+            if not isinstance(fqn, str):
+                continue
+        if fqn in merged:
+            first = merged[fqn][0]
+            if first == plugin:
+                say(f"is defined twice by {plugin.describe()}")
+            else:
+                say(f"is also defined by {first.describe()}")
+            continue
+        merged[fqn] = (plugin, definition)
+    return merged
+
+
+def _handlers(
+    kind: str, items: Iterable[tuple[PluginInfo, Mapping[str, Any]]], errors: _Errors
+) -> dict[str, RegisteredHandler[Any]]:
+    """Index named policies or effects; a name implemented twice names both plugins."""
+    registry: dict[str, RegisteredHandler[Any]] = {}
+    for plugin, handlers in items:
+        for name, handler in handlers.items():
+            problem = dotted_problem(name, min_parts=1)
+            if problem is not None:
+                errors.about(plugin, f"{kind} {name!r}")(f"name {problem}")
+            if name in registry:
+                first = registry[name].plugin
+                errors.messages.append(
+                    f"{kind} {name!r} is implemented by both {first.describe()} "
+                    f"and {plugin.describe()}"
+                )
+                continue
+            registry[name] = RegisteredHandler(name=name, plugin=plugin, handler=handler)
+    return dict(sorted(registry.items()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Entities
+# ---------------------------------------------------------------------------------------------
+
+
+def _compile_entity(entity: Entity, plugin: PluginInfo, errors: _Errors) -> CompiledEntity:
+    say = errors.about(plugin, f"entity {entity.fqn!r}")
+    name = table_name(entity.fqn)
+    if len(name) > TABLE_NAME_MAX_LENGTH:
+        say(f"table name {name!r} is longer than {TABLE_NAME_MAX_LENGTH} characters")
+    fields: dict[str, Field] = {}
+    declared = entity.fields if isinstance(entity.fields, (tuple, list)) else ()
+    if not isinstance(entity.fields, (tuple, list)):
+        say(f"fields must be a tuple of Field, got {type(entity.fields).__name__}")
+    for item in declared:
+        if not isinstance(item, Field):
+            say(f"field {item!r} is not a Field")
+            continue
+        check_field(item, errors.about(plugin, f"entity {entity.fqn!r} field {item.name!r}"))
+        if isinstance(item.name, str):
+            if item.name in fields:
+                say(f"field {item.name!r} is declared twice")
+            else:
+                fields[item.name] = item
+    transitions = {}
+    if isinstance(entity.workflow, Workflow):
+        transitions = check_workflow(entity.workflow, fields, say)
+    elif entity.workflow is not None:
+        say(f"workflow must be a Workflow or None, got {type(entity.workflow).__name__}")
+    return CompiledEntity(
+        definition=entity,
+        plugin=plugin,
+        fields=MappingProxyType(fields),
+        table_name=name,
+        transitions=MappingProxyType(transitions),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions
+# ---------------------------------------------------------------------------------------------
+
+
+def _state_field(entity: CompiledEntity) -> str | None:
+    workflow = entity.workflow
+    return workflow.state_field if isinstance(workflow, Workflow) else None
+
+
+def _field_list(names: object, what: str, entity: CompiledEntity, say: Say) -> tuple[str, ...]:
+    """Check a list of writable field names (create inputs, update patchable)."""
+    listed = names_of(names, what, say)
+    for name in listed:
+        if name not in entity.fields:
+            system = " (a system field, not writable)" if name in SYSTEM_FIELDS else ""
+            say(f"{what} name {name!r}, which is not a field of entity {entity.fqn!r}{system}")
+        elif name == _state_field(entity):
+            say(f"{what} name the workflow state field {name!r}, which only transitions change")
+    for name in duplicates(listed):
+        say(f"{what} name {name!r} twice")
+    return listed
+
+
+def _check_create(action: CreateAction, entity: CompiledEntity, say: Say) -> None:
+    inputs = set(_field_list(action.inputs, "inputs", entity, say))
+    state_field = _state_field(entity)
+    check_stamps(action.stamps, entity.fields, state_field, say)
+    stamps = action.stamps if isinstance(action.stamps, (tuple, list)) else ()
+    stamped = {stamp.field for stamp in stamps if isinstance(stamp, Stamp)}
+    for name, item in entity.fields.items():
+        if item.required and name != state_field and name not in inputs | stamped:
+            say(f"required field {name!r} of entity {entity.fqn!r} is neither an input nor stamped")
+
+
+def _check_action_kind(action: Action, entity: CompiledEntity, say: Say) -> Transition | None:
+    """Check what depends on the kind of action; return the transition it performs."""
+    if isinstance(action, CreateAction):
+        _check_create(action, entity, say)
+    elif isinstance(action, UpdateAction):
+        _field_list(action.patchable, "patchable", entity, say)
+    elif entity.workflow is None:
+        say(f"is a transition action, but entity {entity.fqn!r} has no workflow")
+    else:
+        transition = entity.transitions.get(action.transition)
+        if transition is not None:
+            return transition
+        known = ", ".join(entity.transitions) or "none"
+        say(
+            f"transition {action.transition!r} is not a transition of the workflow of "
+            f"entity {entity.fqn!r} (known: {known})"
+        )
+    return None
+
+
+def _check_handlers(
+    action: Action,
+    plugin: PluginInfo,
+    policies: Mapping[str, object],
+    effects: Mapping[str, object],
+    errors: _Errors,
+) -> None:
+    used = f"used by action {action.fqn!r} of {plugin.describe()}"
+    say = errors.about(plugin, f"action {action.fqn!r}")
+    for name in names_of(action.policies, "policies", say):
+        if name not in policies:
+            errors.messages.append(
+                f"custom policy {name!r} {used} is implemented by no installed plugin"
+            )
+    effect = action.effect
+    if effect is not None and not isinstance(effect, str):
+        say(f"effect must be a name or None, got {effect!r}")
+    elif effect is not None and effect not in effects:
+        errors.messages.append(
+            f"custom effect {effect!r} {used} is implemented by no installed plugin"
+        )
+
+
+def _compile_action(
+    action: Action,
+    plugin: PluginInfo,
+    entities: Mapping[str, CompiledEntity],
+    errors: _Errors,
+) -> CompiledAction | None:
+    say = errors.about(plugin, f"action {action.fqn!r}")
+    check_roles(action.roles, say)
+    entity = entities.get(action.entity) if isinstance(action.entity, str) else None
+    if entity is None:
+        say(f"refers to entity {action.entity!r}, which no installed plugin defines")
+        return None
+    transition = _check_action_kind(action, entity, say)
+    return CompiledAction(definition=action, plugin=plugin, entity=entity, transition=transition)
+
+
+# ---------------------------------------------------------------------------------------------
+# Projections
+# ---------------------------------------------------------------------------------------------
+
+
+def _compile_projection(
+    projection: Projection,
+    plugin: PluginInfo,
+    entities: Mapping[str, CompiledEntity],
+    actions: Mapping[str, CompiledAction],
+    errors: _Errors,
+) -> CompiledProjection | None:
+    say = errors.about(plugin, f"projection {projection.fqn!r}")
+    entity = entities.get(projection.entity) if isinstance(projection.entity, str) else None
+    if entity is None:
+        say(f"refers to entity {projection.entity!r}, which no installed plugin defines")
+    shown = names_of(projection.fields, "fields", say)
+    if entity is not None:
+        for name in shown:
+            if name not in entity.fields and name not in SYSTEM_FIELDS:
+                say(f"shows {name!r}, which is not a field of entity {entity.fqn!r}")
+    for name in duplicates(shown):
+        say(f"shows field {name!r} twice")
+    offered = names_of(projection.actions, "actions", say)
+    for name in duplicates(offered):
+        say(f"offers action {name!r} twice")
+    compiled: list[CompiledAction] = []
+    for name in dict.fromkeys(offered):
+        action = actions.get(name)
+        if action is None:
+            say(f"offers action {name!r}, which no installed plugin defines")
+        elif entity is not None and action.entity.fqn != entity.fqn:
+            say(f"offers action {name!r} of entity {action.entity.fqn!r}, not {entity.fqn!r}")
+        else:
+            compiled.append(action)
+    if entity is None:
+        return None
+    return CompiledProjection(
+        definition=projection, plugin=plugin, entity=entity, actions=tuple(compiled)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole graph
+# ---------------------------------------------------------------------------------------------
+
+
+def _of(
+    contribs: Sequence[PluginContribution], pick: Callable[[PluginContribution], Iterable[D]]
+) -> list[tuple[PluginInfo, D]]:
+    return [(c.plugin, item) for c in contribs for item in pick(c)]
+
+
+def _valid(
+    items: Iterable[tuple[PluginInfo, D]],
+    kinds: type | tuple[type, ...],
+    what: str,
+    errors: _Errors,
+) -> list[tuple[PluginInfo, D]]:
+    """Drop (and report) definitions of the wrong class; plugins are third-party code."""
+    good = []
+    for plugin, item in items:
+        if isinstance(item, kinds):
+            good.append((plugin, item))
+        else:
+            errors.messages.append(f"{plugin.describe()}: {item!r} is not {what} definition")
+    return good
+
+
+def compile_graph(loaded: LoadedPlugins) -> Graph:
+    """Validate and merge the contributions of ``loaded`` into an immutable graph.
+
+    :raises GraphError: listing every problem, including the loader's errors.
+    """
+    errors = _Errors(list(loaded.errors))
+    contribs = _plugins.contributions(loaded)
+    for contribution in contribs:
+        errors.messages.extend(contribution.errors)
+    policies = _handlers("policy", ((c.plugin, c.policies) for c in contribs), errors)
+    effects = _handlers("effect", ((c.plugin, c.effects) for c in contribs), errors)
+
+    entity_defs = _merge(
+        "entity", _valid(_of(contribs, lambda c: c.entities), Entity, "an entity", errors), errors
+    )
+    entities = {
+        fqn: _compile_entity(entity, plugin, errors)
+        for fqn, (plugin, entity) in sorted(entity_defs.items())
+    }
+    action_defs = _merge(
+        "action",
+        _valid(_of(contribs, lambda c: c.actions), _ACTION_TYPES, "an action", errors),
+        errors,
+    )
+    actions: dict[str, CompiledAction] = {}
+    for fqn, (plugin, action) in sorted(action_defs.items()):
+        _check_handlers(action, plugin, policies, effects, errors)
+        compiled_action = _compile_action(action, plugin, entities, errors)
+        if compiled_action is not None:
+            actions[fqn] = compiled_action
+    projection_defs = _merge(
+        "projection",
+        _valid(_of(contribs, lambda c: c.projections), Projection, "a projection", errors),
+        errors,
+    )
+    projections: dict[str, CompiledProjection] = {}
+    for fqn, (plugin, projection) in sorted(projection_defs.items()):
+        compiled_projection = _compile_projection(projection, plugin, entities, actions, errors)
+        if compiled_projection is not None:
+            projections[fqn] = compiled_projection
+    if errors.messages:
+        raise GraphError(errors.messages)
+
+    try:
+        canonical = canonical_form(
+            entities=[e.definition for e in entities.values()],
+            actions=[a.definition for a in actions.values()],
+            projections=[p.definition for p in projections.values()],
+            policies=policies,
+            effects=effects,
+        )
+    except (TypeError, ValueError) as exc:  # a value JSON cannot hold exactly
+        raise GraphError([f"the graph has no canonical JSON form: {exc}"]) from exc
+    return Graph(
+        plugins=tuple(info for info, _ in loaded.plugins),
+        entities=MappingProxyType(entities),
+        actions=MappingProxyType(actions),
+        projections=MappingProxyType(projections),
+        policies=MappingProxyType(policies),
+        effects=MappingProxyType(effects),
+        canonical=canonical,
+        hash=graph_hash(canonical),
+    )
