@@ -1,0 +1,302 @@
+"""Connections, transactions and reads: the one place that knows SQLite from PostgreSQL.
+
+Design (see TRAPS.md for the measurements behind it):
+
+* SQLite: one long-lived writer connection per process, serialised by an asyncio lock, each
+  unit of work in ``BEGIN IMMEDIATE`` so the write lock is taken up front (a deferred ``BEGIN``
+  fails at once with "database is locked" on the read -> write upgrade under concurrency).
+  Across processes the busy timeout serialises writers. WAL mode lets a small pool of
+  long-lived reader connections serve projections while a write is in progress. Holding
+  connections open also removes the per-request connect cost of ``databases``' SQLite backend.
+* PostgreSQL: the ``databases``/asyncpg pool, one pooled connection per unit of work, READ
+  COMMITTED; lost races are caught by the guarded ``UPDATE ... RETURNING`` of the runtime.
+* Every unit of work runs in its own task shielded from cancellation: a client that
+  disconnects mid-action cannot leave a transaction open or leak a connection; the unit of
+  work finishes (commit or rollback) and only the response is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from databases import Database
+from databases.core import Connection
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+from host.config import Settings
+from host.storage.schema import Schema
+
+T = TypeVar("T")
+Row = Mapping[str, Any]
+
+logger = logging.getLogger("tessera.storage")
+
+SQLITE_READERS = 2
+SCHEMA_LOCK_KEY = 0x7E55E2A  # PostgreSQL advisory lock serialising schema preparation
+
+
+class StorageError(Exception):
+    """A storage failure the runtime maps to an error of the taxonomy."""
+
+
+class TransientConflict(StorageError):
+    """The database aborted the transaction because of a concurrent one (retryable)."""
+
+
+def _matches_nothing(exc: BaseException) -> bool:
+    """PostgreSQL refused a parameter it cannot represent (SQLSTATE 22021: a NUL character
+    in a text value, e.g. a subject id ``"a\\x00b"`` from a query string). No stored text
+    contains one, so a read filtering on it matches nothing: answer as SQLite does (no row)
+    instead of failing with a 500. Stored values never get here (the write path refuses NUL
+    with a 400). Inside a unit of work the transaction is aborted by then; the runtime's
+    subject lookup raises ``NotFound`` at once, which rolls it back."""
+    return getattr(exc, "sqlstate", None) == "22021"
+
+
+class Tx:
+    """Runs statements on the connection of one unit of work (the plugins' QueryHandle)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def fetch_one(self, query: Any, values: Mapping[str, Any] | None = None) -> Row | None:
+        try:
+            record = await self._conn.fetch_one(query, dict(values) if values else None)
+        except Exception as exc:
+            if _matches_nothing(exc):
+                return None
+            raise
+        return None if record is None else record._mapping
+
+    async def fetch_all(self, query: Any, values: Mapping[str, Any] | None = None) -> list[Row]:
+        try:
+            records = await self._conn.fetch_all(query, dict(values) if values else None)
+        except Exception as exc:
+            if _matches_nothing(exc):
+                return []
+            raise
+        return [record._mapping for record in records]
+
+    async def fetch_val(self, query: Any) -> Any:
+        return await self._conn.fetch_val(query)
+
+    async def execute(self, query: Any, values: Mapping[str, Any] | None = None) -> None:
+        await self._conn.execute(query, dict(values) if values else None)
+
+
+class Storage:
+    """The host's database: schema preparation, units of work and reads."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.url = settings.database_url
+        self._settings = settings
+        scheme = self.url.split(":", 1)[0].split("+", 1)[0].lower()
+        if scheme == "sqlite":
+            self.dialect = "sqlite"
+            self._db = Database(self.url)
+        elif scheme in {"postgresql", "postgres"}:
+            self.dialect = "postgresql"
+            self._db = Database(
+                self.url, min_size=settings.pg_pool_min, max_size=settings.pg_pool_max
+            )
+        else:
+            raise ValueError(
+                f"TESSERA_DATABASE_URL: unsupported scheme {scheme!r} "
+                "(use sqlite:///file.db or postgresql://...)"
+            )
+        self._write_lock = asyncio.Lock()
+        self._writer: Connection | None = None
+        self._readers: asyncio.Queue[Connection] = asyncio.Queue()
+        self._reader_list: list[Connection] = []
+        self._inflight: set[asyncio.Task[Any]] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Open the database (for SQLite: the writer and the reader connections)."""
+        await self._db.connect()
+        if self.dialect == "sqlite":
+            self._writer = await self._open_sqlite(writer=True)
+            for _ in range(SQLITE_READERS):
+                reader = await self._open_sqlite(writer=False)
+                self._reader_list.append(reader)
+                self._readers.put_nowait(reader)
+
+    async def disconnect(self, timeout: float = 10.0) -> None:
+        """Wait for units of work in flight, then close every connection."""
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=timeout)
+        for conn in [*self._reader_list, *([self._writer] if self._writer else [])]:
+            await conn.__aexit__()
+        self._reader_list.clear()
+        self._writer = None
+        await self._db.disconnect()
+
+    async def _open_sqlite(self, *, writer: bool) -> Connection:
+        async def open_connection() -> Connection:
+            # ``Database.connection()`` hands out one connection per task: open each in a
+            # task of its own so every one is distinct and stays open for the process.
+            conn = self._db.connection()
+            await conn.__aenter__()
+            await conn.execute(f"PRAGMA busy_timeout = {self._settings.sqlite_busy_timeout_ms}")
+            if writer:
+                await conn.fetch_one("PRAGMA journal_mode = WAL")
+                await conn.execute("PRAGMA synchronous = NORMAL")
+            else:
+                await conn.execute("PRAGMA query_only = 1")
+            return conn
+
+        return await asyncio.create_task(open_connection())
+
+    # -- schema ---------------------------------------------------------------------------
+
+    async def prepare(
+        self, schema: Schema, evolve: Callable[[Tx], Awaitable[None]] | None = None
+    ) -> None:
+        """Create missing tables and indexes; safe when several processes start at once.
+        ``evolve`` (schema evolution) runs first, under the same lock, in the same transaction."""
+
+        async def create(tx: Tx) -> None:
+            if self.dialect == "postgresql":
+                await tx.execute(sa.text(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})"))
+            if evolve is not None:
+                await evolve(tx)
+            for table in schema.metadata.sorted_tables:
+                await tx.execute(CreateTable(table, if_not_exists=True))
+                for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
+                    await tx.execute(CreateIndex(index, if_not_exists=True))
+
+        await self.transaction(create)
+
+    # -- units of work --------------------------------------------------------------------
+
+    async def transaction(self, work: Callable[[Tx], Awaitable[T]]) -> T:
+        """Run ``work`` in one transaction, committed if it returns, rolled back if it
+        raises. Cancelling the caller does not interrupt it."""
+        task: asyncio.Task[T] = asyncio.ensure_future(self._run(work))
+        self._inflight.add(task)
+        task.add_done_callback(self._forget)
+        return await asyncio.shield(task)
+
+    def _forget(self, task: asyncio.Task[Any]) -> None:
+        self._inflight.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: an abandoned task must not log "never retrieved"
+
+    async def _run(self, work: Callable[[Tx], Awaitable[T]]) -> T:
+        try:
+            if self.dialect == "sqlite":
+                return await self._run_sqlite(work)
+            return await self._run_postgresql(work)
+        except StorageError:
+            raise
+        except Exception as exc:
+            if self._is_transient(exc):
+                raise TransientConflict(str(exc)) from exc
+            raise
+
+    async def _run_sqlite(self, work: Callable[[Tx], Awaitable[T]]) -> T:
+        assert self._writer is not None, "storage is not connected"
+        conn = self._writer
+        async with self._write_lock:
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = await work(Tx(conn))
+                await conn.execute("COMMIT")
+            except BaseException:
+                await self._rollback_sqlite(conn)
+                raise
+            return result
+
+    @staticmethod
+    async def _rollback_sqlite(conn: Connection) -> None:
+        try:
+            await conn.execute("ROLLBACK")
+        except Exception:
+            # Nothing to roll back (the failure was BEGIN or a COMMIT that already ended
+            # the transaction): the connection is usable as it is.
+            logger.debug("rollback after failure found no transaction", exc_info=True)
+
+    async def _run_postgresql(self, work: Callable[[Tx], Awaitable[T]]) -> T:
+        async with self._db.connection() as conn, conn.transaction():
+            return await work(Tx(conn))
+
+    @staticmethod
+    def _is_transient(exc: BaseException) -> bool:
+        # asyncpg's SerializationError / DeadlockDetectedError (SQLSTATE class 40) are not
+        # mapped by ``databases``; they mean "a concurrent transaction won".
+        sqlstate = getattr(exc, "sqlstate", None)
+        return isinstance(sqlstate, str) and sqlstate.startswith("40")
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def read_snapshot(self) -> AsyncIterator[Tx]:
+        """Several reads that see one consistent snapshot of the database (a read-only
+        transaction: deferred on SQLite's WAL, REPEATABLE READ on PostgreSQL)."""
+        if self.dialect == "sqlite":
+            conn = await self._readers.get()
+            try:
+                await conn.execute("BEGIN")
+                try:
+                    yield Tx(conn)
+                finally:
+                    # Shielded: a client that goes away mid-stream must not leave the
+                    # reader inside a transaction.
+                    await asyncio.shield(self._rollback_sqlite(conn))
+            finally:
+                self._readers.put_nowait(conn)
+        else:
+            async with (
+                self._db.connection() as conn,
+                conn.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                yield Tx(conn)
+
+    async def fetch_all(self, query: Any) -> Sequence[Row]:
+        """Run a read-only query outside any unit of work."""
+        if self.dialect == "sqlite":
+            conn = await self._readers.get()
+            try:
+                records = await conn.fetch_all(query)
+            finally:
+                self._readers.put_nowait(conn)
+        else:
+            try:
+                records = await self._db.fetch_all(query)
+            except Exception as exc:
+                if _matches_nothing(exc):
+                    return []
+                raise
+        return [record._mapping for record in records]
+
+    async def fetch_one(self, query: Any) -> Row | None:
+        """Run a read-only query for one row."""
+        rows = await self.fetch_all(query)
+        return rows[0] if rows else None
+
+    # -- dialect-specific statements ------------------------------------------------------
+
+    def increment_sequence(self, schema: Schema, tenant_id: str, name: str) -> Any:
+        """An upsert returning the next value of a per-tenant counter. The row lock it takes
+        lasts until commit, which makes the counter gapless and unique under concurrency."""
+        table = schema.sequences
+        insert = sqlite_dialect.insert if self.dialect == "sqlite" else pg_dialect.insert
+        return (
+            insert(table)
+            .values(tenant_id=tenant_id, name=name, value=1)
+            .on_conflict_do_update(
+                index_elements=[table.c.tenant_id, table.c.name],
+                set_={"value": table.c.value + 1},
+            )
+            .returning(table.c.value)
+        )

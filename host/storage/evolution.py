@@ -1,0 +1,554 @@
+"""Schema evolution: diff the database's recorded graph against the installed one.
+
+Both sides are read from their canonical JSON form (the recorded one from ``tessera_graph``,
+the installed one from :attr:`Graph.canonical`), so the diff never depends on plugin code of
+the old version. Each change is classified (:class:`~host.storage.plan.ChangeClass`) with the
+rows it affects, counted by one aggregate query per entity (plus, for a type change, a paged
+scan that tries every stored value against the new type, holding one page at a time).
+
+A database with entity tables but no recorded graph (prepared before the history existed),
+or an entity whose table is left over from an earlier life, is diffed against the table's
+actual columns: missing columns are added, unknown ones reported as removed fields.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.schema import CreateTable
+
+from host.graph.checks import table_name
+from host.graph.model import CompiledEntity, Graph
+from host.storage.convert import Unconvertible, convert_value
+from host.storage.database import Tx
+from host.storage.dialect import IDENTIFIER_MAX_LENGTH, EvolutionDialect
+from host.storage.history import GRAPH_TABLE, latest_record
+from host.storage.plan import (
+    Backfill,
+    Change,
+    ChangeClass,
+    Convert,
+    Plan,
+    Statement,
+    table_clause,
+)
+from host.storage.schema import Schema
+from host.values import coerce_default, column_type
+from plugin_api.definitions import SYSTEM_FIELDS, Field
+
+__all__ = ["aside_name", "build_plan", "read_columns"]
+
+JSONObject = dict[str, Any]
+Counts = Mapping[str, int]
+Pending = Callable[[Counts], Awaitable[Change]]
+Item = Pending | Change
+
+SCAN_PAGE: Final = 500
+"""Rows read per query when checking that a type change can convert every value."""
+SAMPLES: Final = 5
+"""Unconvertible rows named in a report (the count is always exact)."""
+ASIDE_PREFIX: Final = "_removed_"
+
+META = ChangeClass.METADATA
+ADDITIVE = ChangeClass.ADDITIVE
+BREAKING = ChangeClass.BREAKING
+
+
+async def read_columns(tx: Tx, dialect: EvolutionDialect) -> dict[str, list[str]]:
+    """Every table of the database with its columns, in order."""
+    columns: dict[str, list[str]] = {}
+    for row in await tx.fetch_all(dialect.columns_query()):
+        columns.setdefault(str(row["table_name"]), []).append(str(row["column_name"]))
+    return columns
+
+
+def aside_name(name: str, stamp: str, taken: Sequence[str]) -> str:
+    """``_removed_<name>_<stamp>``, shortened (with a hash) to fit an identifier, and made
+    unique among ``taken``."""
+    base = f"{ASIDE_PREFIX}{name}_{stamp}"
+    if len(base) > IDENTIFIER_MAX_LENGTH - 3:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:6]
+        room = IDENTIFIER_MAX_LENGTH - 3 - len(ASIDE_PREFIX) - len(stamp) - len(digest) - 2
+        base = f"{ASIDE_PREFIX}{name[:room]}_{digest}_{stamp}"
+    candidate, counter = base, 1
+    while candidate in taken:
+        counter += 1
+        candidate = f"{base}_{counter}"
+    return candidate
+
+
+def _definitions(document: Mapping[str, Any]) -> dict[tuple[str, str], JSONObject]:
+    return {(d["kind"], d["attributes"]["fqn"]): d for d in document.get("definitions", ())}
+
+
+def _fields(attributes: Mapping[str, Any]) -> dict[str, JSONObject]:
+    return {f["name"]: f for f in attributes.get("fields", ())}
+
+
+def _quote_list(values: Sequence[str]) -> str:
+    return ", ".join(repr(v) for v in values)
+
+
+class _Counter:
+    """Collects the counts one entity's changes need; one aggregate query answers them."""
+
+    def __init__(self, table: str) -> None:
+        self.table = table
+        self.expressions: dict[str, sa.ColumnElement[Any]] = {"rows": sa.func.count()}
+
+    def nonnull(self, column: str) -> str:
+        key = f"nonnull:{column}"
+        self.expressions[key] = sa.func.count(sa.column(column))
+        return key
+
+    def among(self, column: str, values: Sequence[str]) -> str:
+        key = f"among:{column}"
+        self.expressions[key] = sa.func.count(
+            sa.case((sa.column(column).in_(values), sa.literal_column("1")))
+        )
+        return key
+
+    async def run(self, tx: Tx) -> dict[str, int]:
+        labelled = [expr.label(f"c{i}") for i, expr in enumerate(self.expressions.values())]
+        row = await tx.fetch_one(sa.select(*labelled).select_from(sa.table(self.table)))
+        assert row is not None
+        return {key: int(row[f"c{i}"] or 0) for i, key in enumerate(self.expressions)}
+
+
+class _Differ:
+    """Builds the changes of one plan."""
+
+    def __init__(
+        self,
+        tx: Tx,
+        dialect: EvolutionDialect,
+        graph: Graph,
+        schema: Schema,
+        columns: Mapping[str, list[str]],
+        stamp: str,
+    ) -> None:
+        self.tx = tx
+        self.dialect = dialect
+        self.graph = graph
+        self.schema = schema
+        self.columns = columns
+        self.stamp = stamp
+
+    # -- entities -------------------------------------------------------------------------
+
+    def added_entity(self, entity: CompiledEntity) -> Change:
+        table = self.schema.entities[entity.fqn]
+        sql = str(CreateTable(table).compile(dialect=self.dialect.dialect)).strip()
+        return Change(
+            kind="entity-added",
+            change_class=ADDITIVE,
+            subject=f"entity {entity.fqn!r}",
+            outcome=f"table {entity.table_name} created",
+            sql=(sql,),
+        )
+
+    async def removed_entity(self, fqn: str, table: str) -> Change:
+        counts = await _Counter(table).run(self.tx)
+        aside = aside_name(table, self.stamp, list(self.columns))
+        sql = self.dialect.rename_table(table, aside)
+        return Change(
+            kind="entity-removed",
+            change_class=BREAKING if counts["rows"] else ADDITIVE,
+            subject=f"entity {fqn!r}",
+            detail="no installed plugin declares it",
+            affected_rows=counts["rows"],
+            outcome=f"table {table} kept, renamed {aside}",
+            sql=(sql,),
+            operations=(Statement(sql),),
+        )
+
+    async def entity(
+        self,
+        entity: CompiledEntity,
+        old: Mapping[str, Any] | None,
+    ) -> list[Change]:
+        """Changes of an entity whose table exists. ``old`` is its recorded definition, or
+        ``None`` to compare against the table's columns."""
+        table = entity.table_name
+        existing = self.columns[table]
+        new_attrs = _definitions(json.loads(self.graph.canonical))[("entity", entity.fqn)]
+        new_attrs = new_attrs["attributes"]
+        if old is None:
+            old_fields: dict[str, JSONObject] = {
+                c: {"name": c, "type": None}
+                for c in existing
+                if c not in SYSTEM_FIELDS and not c.startswith("_")
+            }
+        else:
+            old_fields = _fields(old)
+        new_fields = _fields(new_attrs)
+        counter = _Counter(table)
+        pending: list[Item] = []
+        for name in old_fields:
+            if name not in new_fields:
+                pending.append(self._removed_field(entity, name, counter))
+        workflow_states = {
+            w["state_field"] for w in (new_attrs.get("workflow"), (old or {}).get("workflow")) if w
+        }
+        for name, new_json in new_fields.items():
+            field = entity.fields[name]
+            if name not in old_fields:
+                pending.append(self._added_field(entity, field, counter))
+            elif old_fields[name]["type"] is not None:
+                pending.extend(
+                    self._changed_field(
+                        entity, old_fields[name], field, new_json, name in workflow_states, counter
+                    )
+                )
+        counts = await counter.run(self.tx) if pending else {}
+        changes = [item if isinstance(item, Change) else await item(counts) for item in pending]
+        if old is not None:
+            changes.extend(_entity_metadata(entity.fqn, old, new_attrs))
+        return changes
+
+    # -- fields ---------------------------------------------------------------------------
+
+    def _subject(self, entity: CompiledEntity, name: str) -> str:
+        return f"field {name!r} of entity {entity.fqn!r}"
+
+    def _aside(self, table: str, name: str) -> str:
+        return aside_name(name, self.stamp, self.columns[table])
+
+    def _removed_field(self, entity: CompiledEntity, name: str, counter: _Counter) -> Pending:
+        key = counter.nonnull(name) if name in self.columns[entity.table_name] else None
+
+        async def build(counts: Counts) -> Change:
+            aside = self._aside(entity.table_name, name)
+            sql = self.dialect.rename_column(entity.table_name, name, aside)
+            return Change(
+                kind="field-removed",
+                change_class=BREAKING,
+                subject=self._subject(entity, name),
+                detail="rows holding a value" if key else "no column",
+                affected_rows=counts[key] if key else 0,
+                outcome=f"column kept, renamed {aside}" if key else "nothing to do",
+                sql=(sql,) if key else (),
+                operations=(Statement(sql),) if key else (),
+            )
+
+        return build
+
+    def _added_field(self, entity: CompiledEntity, field: Field, counter: _Counter) -> Pending:
+        table = entity.table_name
+
+        async def build(counts: Counts) -> Change:
+            add = self.dialect.add_column(table, field.name, column_type(field))
+            rows = counts["rows"]
+            operations: list[Statement | Backfill] = [Statement(add)]
+            sql = [add]
+            if field.has_default and coerce_default(field) is not None:
+                value = coerce_default(field)
+                backfill = Backfill(table, field.name, field, value, only_null=False)
+                operations.append(backfill)
+                sql.append(self._update_sql(backfill))
+                outcome = f"existing rows get the default {json.dumps(field.default)}"
+            elif field.required:
+                outcome = "existing rows are left null"
+            else:
+                outcome = "existing rows are null"
+            required = field.required and rows > 0
+            return Change(
+                kind="field-added",
+                change_class=BREAKING if required else ADDITIVE,
+                subject=self._subject(entity, field.name),
+                detail=f"type {field.type.value}"
+                + (", required, no default" if field.required else ""),
+                affected_rows=rows,
+                outcome=outcome,
+                sql=tuple(sql),
+                operations=tuple(operations),
+            )
+
+        return build
+
+    def _update_sql(self, backfill: Backfill) -> str:
+        table = table_clause(backfill.table, backfill.column, backfill.field)
+        statement = sa.update(table).values({backfill.column: backfill.value})
+        if backfill.only_null:
+            statement = statement.where(table.c[backfill.column].is_(None))
+        return self.dialect.render(statement)
+
+    def _changed_field(
+        self,
+        entity: CompiledEntity,
+        old: Mapping[str, Any],
+        field: Field,
+        new: Mapping[str, Any],
+        is_state: bool,
+        counter: _Counter,
+    ) -> list[Item]:
+        name = field.name
+        subject = self._subject(entity, name)
+        if old["type"] != new["type"]:
+            return [self._type_changed(entity, old, field, counter.nonnull(name))]
+        pending: list[Item] = []
+        if old.get("currency") != new.get("currency"):
+            pending.append(self._currency_changed(entity, old, field, counter.nonnull(name)))
+        removed = [o for o in old.get("options", ()) if o not in new.get("options", ())]
+        added = [o for o in new.get("options", ()) if o not in old.get("options", ())]
+        if removed:
+            key = counter.among(name, removed)
+            kind = "state-removed" if is_state else "enum-option-removed"
+            what = "state(s)" if is_state else "option(s)"
+
+            async def options_removed(counts: Counts) -> Change:
+                used = counts[key]
+                return Change(
+                    kind=kind,
+                    change_class=BREAKING if used else META,
+                    subject=subject,
+                    detail=f"{what} {_quote_list(removed)} removed; rows holding them",
+                    affected_rows=used,
+                    outcome="rows keep their value (readable, no longer writable)" if used else "",
+                )
+
+            pending.append(options_removed)
+        if added:
+            pending.append(
+                Change(
+                    kind="enum-option-added",
+                    change_class=ADDITIVE,
+                    subject=subject,
+                    detail=f"option(s) {_quote_list(added)} added",
+                )
+            )
+        if old.get("nullable") and not new.get("nullable"):
+            pending.append(self._required(entity, field, counter.nonnull(name)))
+        details = [
+            f"{attr} {old.get(attr, '(none)')!r} -> {new.get(attr, '(none)')!r}"
+            for attr in ("label", "max_length", "default")
+            if old.get(attr, "(none)") != new.get(attr, "(none)")
+        ]
+        if not old.get("nullable") and new.get("nullable"):
+            details.append("now nullable")
+        if not removed and not added and old.get("options") != new.get("options"):
+            details.append("options reordered")
+        if details:
+            pending.append(
+                Change(
+                    kind="field-metadata",
+                    change_class=META,
+                    subject=subject,
+                    detail="; ".join(details),
+                )
+            )
+        return pending
+
+    def _type_changed(
+        self, entity: CompiledEntity, old: Mapping[str, Any], field: Field, key: str
+    ) -> Pending:
+        table = entity.table_name
+        old_type, old_currency = str(old["type"]), old.get("currency")
+
+        async def build(counts: Counts) -> Change:
+            aside = self._aside(table, field.name)
+            failed, samples = 0, list[str]()
+            if counts[key]:
+                failed, samples = await self._scan(table, field.name, old_type, old_currency, field)
+            move = self.dialect.rename_column(table, field.name, aside)
+            add = self.dialect.add_column(table, field.name, column_type(field))
+            convert_sql = (
+                f"UPDATE {self.dialect.quote(table)} SET {self.dialect.quote(field.name)} = "
+                f"<converted {self.dialect.quote(aside)}> WHERE tenant_id = ... AND id = ... "
+                f"(row by row, {counts[key]} row(s))"
+            )
+            return Change(
+                kind="type-changed",
+                change_class=BREAKING,
+                subject=self._subject(entity, field.name),
+                detail=f"{old_type} -> {field.type.value}; rows holding a value",
+                affected_rows=counts[key],
+                unconvertible=failed,
+                samples=tuple(samples),
+                outcome=f"old column kept, renamed {aside}; values converted"
+                + (f", {failed} left null" if failed else ""),
+                sql=(move, add, convert_sql),
+                operations=(
+                    Statement(move),
+                    Statement(add),
+                    Convert(table, aside, field.name, old_type, old_currency, field),
+                ),
+            )
+
+        return build
+
+    async def _scan(
+        self, table: str, column: str, old_type: str, old_currency: str | None, field: Field
+    ) -> tuple[int, list[str]]:
+        failed, samples = 0, list[str]()
+        async for tenant, row_id, value in page_values(self.tx, table, column):
+            try:
+                convert_value(old_type, old_currency, value, field)
+            except Unconvertible:
+                failed += 1
+                if len(samples) < SAMPLES:
+                    samples.append(f"{tenant}/{row_id}")
+        return failed, samples
+
+    def _currency_changed(
+        self, entity: CompiledEntity, old: Mapping[str, Any], field: Field, key: str
+    ) -> Pending:
+        table = entity.table_name
+
+        async def build(counts: Counts) -> Change:
+            held = counts[key]
+            aside = self._aside(table, field.name)
+            move = self.dialect.rename_column(table, field.name, aside)
+            add = self.dialect.add_column(table, field.name, column_type(field))
+            return Change(
+                kind="currency-changed",
+                change_class=BREAKING if held else META,
+                subject=self._subject(entity, field.name),
+                detail=f"{old.get('currency')} -> {field.currency}; rows holding an amount",
+                affected_rows=held,
+                outcome=f"amounts kept unconverted in {aside}; the field starts null"
+                if held
+                else "",
+                sql=(move, add) if held else (),
+                operations=(Statement(move), Statement(add)) if held else (),
+            )
+
+        return build
+
+    def _required(self, entity: CompiledEntity, field: Field, key: str) -> Pending:
+        table = entity.table_name
+
+        async def build(counts: Counts) -> Change:
+            nulls = counts["rows"] - counts[key]
+            subject = self._subject(entity, field.name)
+            detail = "nullable -> required; rows holding null"
+            if nulls and field.has_default and coerce_default(field) is not None:
+                backfill = Backfill(table, field.name, field, coerce_default(field), True)
+                return Change(
+                    kind="field-required",
+                    change_class=ADDITIVE,
+                    subject=subject,
+                    detail=detail + ", backfilled with the default",
+                    affected_rows=nulls,
+                    outcome=f"null values set to the default {json.dumps(field.default)}",
+                    sql=(self._update_sql(backfill),),
+                    operations=(backfill,),
+                )
+            return Change(
+                kind="field-required",
+                change_class=BREAKING if nulls else META,
+                subject=subject,
+                detail=detail,
+                affected_rows=nulls,
+                outcome="rows are left null" if nulls else "",
+            )
+
+        return build
+
+
+async def page_values(tx: Tx, table: str, column: str) -> Any:
+    """Yield (tenant_id, id, value) of every row where ``column`` is not null, in key order,
+    one page (:data:`SCAN_PAGE` rows) in memory at a time."""
+    t = sa.table(table, sa.column("tenant_id"), sa.column("id"), sa.column(column))
+    after: tuple[str, str] | None = None
+    while True:
+        query = sa.select(t.c.tenant_id, t.c.id, t.c[column]).where(t.c[column].is_not(None))
+        if after is not None:
+            query = query.where(sa.tuple_(t.c.tenant_id, t.c.id) > sa.tuple_(*after))
+        rows = await tx.fetch_all(query.order_by(t.c.tenant_id, t.c.id).limit(SCAN_PAGE))
+        for row in rows:
+            yield row["tenant_id"], row["id"], row[column]
+        if len(rows) < SCAN_PAGE:
+            return
+        after = (rows[-1]["tenant_id"], rows[-1]["id"])
+
+
+def _entity_metadata(fqn: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
+    changes: list[Change] = []
+    old_order = [f["name"] for f in old.get("fields", ())]
+    new_order = [f["name"] for f in new.get("fields", ())]
+    kept_old = [n for n in old_order if n in new_order]
+    kept_new = [n for n in new_order if n in old_order]
+    if kept_old != kept_new:
+        changes.append(
+            Change(kind="field-order-changed", change_class=META, subject=f"entity {fqn!r}")
+        )
+    if old.get("workflow") != new.get("workflow"):
+        changes.append(
+            Change(
+                kind="workflow-changed",
+                change_class=META,
+                subject=f"entity {fqn!r}",
+                detail="transitions, initial state or state field",
+            )
+        )
+    return changes
+
+
+def _other_metadata(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
+    changes: list[Change] = []
+    old_defs, new_defs = _definitions(old), _definitions(new)
+    for key in sorted(old_defs.keys() | new_defs.keys()):
+        kind, fqn = key
+        if kind == "entity" or old_defs.get(key) == new_defs.get(key):
+            continue
+        verb = "added" if key not in old_defs else "removed" if key not in new_defs else "changed"
+        changes.append(Change(kind=f"{kind}-{verb}", change_class=META, subject=f"{kind} {fqn!r}"))
+    for kind in ("policies", "effects"):
+        gone = sorted(set(old.get(kind, ())) - set(new.get(kind, ())))
+        came = sorted(set(new.get(kind, ())) - set(old.get(kind, ())))
+        if gone or came:
+            detail = "; ".join(
+                part
+                for part in (
+                    f"added {_quote_list(came)}" if came else "",
+                    f"removed {_quote_list(gone)}" if gone else "",
+                )
+                if part
+            )
+            changes.append(
+                Change(kind=f"{kind}-changed", change_class=META, subject=kind, detail=detail)
+            )
+    return changes
+
+
+async def build_plan(
+    tx: Tx, dialect: EvolutionDialect, graph: Graph, schema: Schema, now: datetime
+) -> Plan:
+    """The plan from the database's current graph to ``graph`` (reads only)."""
+    columns = await read_columns(tx, dialect)
+    record = await latest_record(tx) if GRAPH_TABLE in columns else None
+    database_hash = record.graph_hash if record else None
+
+    def plan(changes: Sequence[Change]) -> Plan:
+        return Plan(
+            dialect=dialect.name,
+            database_hash=database_hash,
+            graph_hash=graph.hash,
+            changes=tuple(changes),
+        )
+
+    if record is not None and record.graph_hash == graph.hash:
+        return plan(())
+    old_document: Mapping[str, Any] = json.loads(record.canonical) if record else {}
+    old_defs = _definitions(old_document)
+    differ = _Differ(tx, dialect, graph, schema, columns, now.strftime("%Y%m%d%H%M%S"))
+    changes: list[Change] = []
+    for fqn in sorted(graph.entities):
+        entity = graph.entities[fqn]
+        old = old_defs.get(("entity", fqn))
+        if entity.table_name not in columns:
+            changes.append(differ.added_entity(entity))
+        else:
+            changes.extend(await differ.entity(entity, old["attributes"] if old else None))
+    for kind, fqn in sorted(old_defs):
+        if kind == "entity" and fqn not in graph.entities and table_name(fqn) in columns:
+            changes.append(await differ.removed_entity(fqn, table_name(fqn)))
+    if record is not None:
+        changes.extend(_other_metadata(old_document, json.loads(graph.canonical)))
+    return plan(changes)
