@@ -1,0 +1,181 @@
+"""The Quart application factory."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
+
+from quart import Quart, Response, request
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
+
+import host.graph as graph_package
+from host import jsonio
+from host.config import Settings
+from host.graph.model import Graph
+from host.http.cors import CorsMiddleware, request_id_var
+from host.http.envelope import JSON, error_body, error_bytes
+from host.http.viewschema import ViewSchemaTemplate
+from host.runtime import resolve_actor, resolve_tenant
+from host.service import Service
+from host.values import now_db, render_datetime
+from plugin_api.errors import InternalError, ProjectionNotFound, TesseraError
+
+logger = logging.getLogger("tessera.http")
+
+HTTP_KINDS = {404: "NotFound"}
+"""Error kinds of the framework's own errors; every other status maps to ``BadRequest``."""
+
+
+def json_response(payload: object, status: int = 200) -> Response:
+    return Response(jsonio.dumps(payload), status=status, content_type=JSON)
+
+
+def error_response(error: TesseraError) -> Response:
+    return Response(error_bytes(error), status=error.status, content_type=JSON)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    graph: Graph | None = None,
+    extra_plugins: Sequence[tuple[str, object]] = (),
+    entry_points: bool = True,
+) -> Quart:
+    """Build the app. The graph is compiled here, so a broken plugin set fails at once
+    (with every compiler error); the database is opened when serving starts."""
+    settings = settings or Settings.from_env()
+    if graph is None:
+        graph = graph_package.build_graph(settings, extra=extra_plugins, entry_points=entry_points)
+    compiled_graph = graph
+
+    app = Quart("tessera")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
+    templates = {
+        fqn: ViewSchemaTemplate(projection) for fqn, projection in graph.projections.items()
+    }
+    state: dict[str, Service] = {}
+    prefix = settings.api_prefix
+
+    def service() -> Service:
+        return state["service"]
+
+    @app.before_serving
+    async def start_service() -> None:
+        state["service"] = await Service.start(settings, compiled_graph)
+
+    @app.after_serving
+    async def stop_service() -> None:
+        running = state.pop("service", None)
+        if running is not None:
+            await running.stop()
+
+    @app.before_request
+    async def limit_body() -> None:
+        length = request.content_length
+        if length is not None and length > settings.max_body_bytes:
+            raise RequestEntityTooLarge()
+
+    @app.get(f"{prefix}/_health")
+    async def health() -> Response:
+        return json_response(
+            {"ok": True, "service": settings.service_name, "graphHash": compiled_graph.hash}
+        )
+
+    @app.get(f"{prefix}/projections/<fqn>")
+    async def projection(fqn: str) -> Response:
+        tenant = resolve_tenant(request.headers.getlist("X-Tenant-ID"))
+        template = templates.get(fqn)
+        if template is None:
+            raise ProjectionNotFound(f"Unknown projection '{fqn}'")
+        compiled = template.projection
+        generated_at = str(render_datetime(now_db()))
+        reader = service().reader
+        subject = request.args.get("subject")
+        if subject is None:
+            chunk_rows = settings.list_chunk_rows
+            chunks = reader.iter_chunks(compiled, tenant, chunk_rows)
+            first: list[dict[str, Any]] = await anext(chunks, [])
+            if len(first) < chunk_rows:
+                await chunks.aclose()
+                return json_response(template.render_list(tenant, generated_at, first))
+            # A large list is streamed: memory stays bounded by one chunk of rows.
+            return Response(
+                template.list_stream(tenant, generated_at, _prepend(first, chunks)),
+                content_type=JSON,
+            )
+        item = await reader.get_row(compiled, tenant, subject)
+        return json_response(template.render_detail(tenant, generated_at, item))
+
+    @app.post(f"{prefix}/actions/<fqn>")
+    async def action(fqn: str) -> Response:
+        headers = request.headers
+        actor = resolve_actor(
+            headers.getlist("X-Tenant-ID"),
+            headers.getlist("X-Actor-Id"),
+            headers.getlist("X-Actor-Roles"),
+        )
+        raw = await request.get_data(cache=False, as_text=False)
+        assert isinstance(raw, bytes)
+        body = jsonio.loads_object(raw)
+        outputs = await service().runtime.invoke(fqn, actor, body)
+        return json_response({"ok": True, "outputs": outputs})
+
+    @app.errorhandler(TesseraError)
+    async def taxonomy_error(error: TesseraError) -> Response:
+        if error.status < 500:
+            return error_response(error)
+        request_id = request_id_var.get()
+        logger.error(
+            "%s (request id %s): %s",
+            error.kind,
+            request_id,
+            error.message,
+            exc_info=error.__cause__ is not None,
+        )
+        # A 500 names the request id so an operator can find the logged cause.
+        body = error_body(error.kind, f"{error.message} (request id {request_id})")
+        return json_response(body, error.status)
+
+    @app.errorhandler(HTTPException)
+    async def framework_error(error: HTTPException) -> Response:
+        status = error.code or 500
+        kind = HTTP_KINDS.get(status, "BadRequest" if status < 500 else "InternalError")
+        message = _framework_message(status, error)
+        response = json_response(error_body(kind, message), status)
+        if isinstance(error, MethodNotAllowed) and error.valid_methods:
+            methods = sorted({*error.valid_methods, "OPTIONS"} - {"HEAD"})
+            response.headers["Allow"] = ", ".join(methods)
+        return response
+
+    @app.errorhandler(Exception)
+    async def unexpected_error(error: Exception) -> Response:
+        request_id = request_id_var.get()
+        logger.error("unhandled error (request id %s)", request_id, exc_info=error)
+        return error_response(InternalError(f"Internal error (request id {request_id})"))
+
+    middleware = CorsMiddleware(app.asgi_app, access_log=settings.access_log)  # type: ignore[arg-type]
+    app.asgi_app = middleware  # type: ignore[assignment,method-assign]
+    return app
+
+
+async def _prepend(
+    first: list[dict[str, Any]], rest: AsyncGenerator[list[dict[str, Any]], None]
+) -> AsyncGenerator[list[dict[str, Any]], None]:
+    try:
+        yield first
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()
+
+
+def _framework_message(status: int, error: HTTPException) -> str:
+    if status == 404:
+        return f"No route for {request.method} {request.path}"
+    if status == 405:
+        return f"Method {request.method} is not allowed on {request.path}"
+    if status == 413:
+        return "Request body too large"
+    return str(error.description or error.name)

@@ -1,0 +1,106 @@
+"""ASGI middleware: CORS on every response, 204 preflight on any path, request ids and the
+access log. It wraps the Quart app, so it sees every response the app sends, errors included.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ulid import ULID
+
+from host import jsonio
+from host.http.envelope import JSON, error_body
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+CORS_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
+    (b"access-control-allow-headers", b"Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles"),
+    (b"access-control-max-age", b"600"),
+)
+_CORS_NAMES = frozenset(name for name, _ in CORS_HEADERS)
+
+request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+access_logger = logging.getLogger("tessera.access")
+logger = logging.getLogger("tessera.http")
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return "-"
+
+
+class CorsMiddleware:
+    """Adds the spec's CORS headers and an ``X-Request-Id`` to every HTTP response."""
+
+    def __init__(self, app: ASGIApp, *, access_log: bool = True) -> None:
+        self._app = app
+        self._access_log = access_log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        request_id = str(ULID())
+        request_id_var.set(request_id)
+        started = time.perf_counter()
+        status = 0
+        response_started = False
+        id_header = (b"x-request-id", request_id.encode())
+
+        async def send_with_cors(message: Message) -> None:
+            nonlocal status, response_started
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                response_started = True
+                headers = [
+                    (k, v) for k, v in message.get("headers", ()) if k.lower() not in _CORS_NAMES
+                ]
+                message["headers"] = [*headers, *CORS_HEADERS, id_header]
+            await send(message)
+
+        try:
+            if scope["method"] == "OPTIONS":
+                await send_with_cors({"type": "http.response.start", "status": 204, "headers": []})
+                await send_with_cors(
+                    {"type": "http.response.body", "body": b"", "more_body": False}
+                )
+            else:
+                await self._app(scope, receive, send_with_cors)
+        except Exception:
+            logger.exception("unhandled error (request id %s)", request_id)
+            if response_started:
+                raise
+            body = jsonio.dumps(
+                error_body("InternalError", f"Internal error (request id {request_id})")
+            )
+            await send_with_cors(
+                {
+                    "type": "http.response.start",
+                    "status": 500,
+                    "headers": [(b"content-type", JSON.encode())],
+                }
+            )
+            await send_with_cors({"type": "http.response.body", "body": body, "more_body": False})
+        finally:
+            if self._access_log:
+                access_logger.info(
+                    "%s %s tenant=%s actor=%s status=%d %.1fms",
+                    scope.get("method"),
+                    scope.get("path"),
+                    _header(scope, b"x-tenant-id"),
+                    _header(scope, b"x-actor-id"),
+                    status,
+                    (time.perf_counter() - started) * 1000,
+                )

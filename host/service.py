@@ -1,0 +1,47 @@
+"""The running service: graph, storage, schema, runtime and reader, started and stopped as one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from host.config import Settings
+from host.graph.model import Graph
+from host.runtime import ActionRuntime, ProjectionReader
+from host.storage import Schema, Storage, build_schema
+from host.storage.migrate import startup_evolution
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Service:
+    """Everything a request needs, for one process."""
+
+    settings: Settings
+    graph: Graph
+    schema: Schema
+    storage: Storage
+    runtime: ActionRuntime
+    reader: ProjectionReader
+
+    @classmethod
+    async def start(cls, settings: Settings, graph: Graph) -> Service:
+        """Connect to the database and prepare the schema of ``graph``."""
+        schema = build_schema(graph)
+        storage = Storage(settings)
+        await storage.connect()
+        try:
+            await storage.prepare(schema, evolve=startup_evolution(graph, schema, storage.dialect))
+        except BaseException:
+            await storage.disconnect()
+            raise
+        return cls(
+            settings=settings,
+            graph=graph,
+            schema=schema,
+            storage=storage,
+            runtime=ActionRuntime(graph, storage, schema),
+            reader=ProjectionReader(graph, storage, schema),
+        )
+
+    async def stop(self) -> None:
+        """Finish units of work in flight and close the database."""
+        await self.storage.disconnect()
