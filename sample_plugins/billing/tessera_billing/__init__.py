@@ -1,0 +1,1 @@
+"""Tessera sample plugin: invoices."""

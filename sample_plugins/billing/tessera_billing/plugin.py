@@ -1,0 +1,139 @@
+"""The billing plugin: invoices whose numbers are gapless per tenant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from plugin_api import (
+    Action,
+    ActionContext,
+    CreateAction,
+    EffectHandler,
+    Entity,
+    Field,
+    FieldType,
+    Projection,
+    Stamp,
+    Transition,
+    TransitionAction,
+    UpdateAction,
+    Workflow,
+    hookimpl,
+)
+
+INVOICE = "billing.invoice"
+NUMBER_SEQUENCE = "billing.invoice.number"
+
+invoice = Entity(
+    fqn=INVOICE,
+    fields=(
+        Field(name="customer", type=FieldType.STRING, max_length=80),
+        Field(name="amount", type=FieldType.MONEY, currency="USD"),
+        Field(name="lines", type=FieldType.INTEGER, default=1),
+        Field(name="number", type=FieldType.STRING, nullable=True),
+        Field(name="issued_at", type=FieldType.DATETIME, nullable=True),
+        Field(name="paid", type=FieldType.BOOLEAN, default=False),
+        Field(name="status", type=FieldType.ENUM, options=("draft", "issued", "paid", "void")),
+    ),
+    workflow=Workflow(
+        state_field="status",
+        initial="draft",
+        transitions=(
+            Transition(
+                name="issue", sources=("draft",), target="issued", stamps=(Stamp.now("issued_at"),)
+            ),
+            Transition(
+                name="pay",
+                sources=("issued",),
+                target="paid",
+                stamps=(Stamp.literal("paid", True),),
+            ),
+            Transition(name="void", sources=("issued",), target="void"),
+        ),
+    ),
+)
+
+ACTIONS: tuple[Action, ...] = (
+    CreateAction(
+        fqn=f"{INVOICE}.create",
+        entity=INVOICE,
+        inputs=("customer", "amount", "lines"),
+        roles=("clerk",),
+    ),
+    UpdateAction(
+        fqn=f"{INVOICE}.amend",
+        entity=INVOICE,
+        patchable=("customer", "amount", "lines"),
+        roles=("clerk",),
+    ),
+    TransitionAction(
+        fqn=f"{INVOICE}.issue",
+        entity=INVOICE,
+        transition="issue",
+        roles=("clerk",),
+        effect="billing.assign_number",
+    ),
+    TransitionAction(
+        fqn=f"{INVOICE}.pay", entity=INVOICE, transition="pay", roles=("clerk", "accountant")
+    ),
+    TransitionAction(
+        fqn=f"{INVOICE}.void", entity=INVOICE, transition="void", roles=("accountant",)
+    ),
+)
+
+PROJECTIONS: tuple[Projection, ...] = (
+    Projection(
+        fqn=f"{INVOICE}.list",
+        entity=INVOICE,
+        fields=("id", "number", "customer", "amount", "status", "issued_at"),
+        actions=(f"{INVOICE}.create", f"{INVOICE}.issue"),
+    ),
+    Projection(
+        fqn=f"{INVOICE}.detail",
+        entity=INVOICE,
+        fields=(
+            "id",
+            "customer",
+            "amount",
+            "lines",
+            "number",
+            "issued_at",
+            "paid",
+            "status",
+            "created_at",
+            "updated_at",
+            "_version",
+        ),
+        actions=tuple(f"{INVOICE}.{name}" for name in ("amend", "issue", "pay", "void")),
+    ),
+)
+
+
+# docs:start assign-number-effect
+async def assign_number(ctx: ActionContext) -> None:
+    """Give the invoice the tenant's next number: INV-00001, INV-00002, ..."""
+    number = await ctx.next_sequence(NUMBER_SEQUENCE)
+    ctx.set("number", f"INV-{number:05d}")
+
+
+# docs:end assign-number-effect
+
+
+@hookimpl
+def tessera_entities() -> Sequence[Entity]:
+    return (invoice,)
+
+
+@hookimpl
+def tessera_actions() -> Sequence[Action]:
+    return ACTIONS
+
+
+@hookimpl
+def tessera_projections() -> Sequence[Projection]:
+    return PROJECTIONS
+
+
+@hookimpl
+def tessera_effects() -> Mapping[str, EffectHandler]:
+    return {"billing.assign_number": assign_number}

@@ -1,0 +1,208 @@
+"""The helpdesk plugin: one ticket entity, its workflow, actions, projections and handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+# docs:start helpdesk-imports
+from plugin_api import (
+    Action,
+    ActionContext,
+    CreateAction,
+    EffectHandler,
+    Entity,
+    Field,
+    FieldType,
+    PolicyHandler,
+    Projection,
+    Stamp,
+    Transition,
+    TransitionAction,
+    UpdateAction,
+    Workflow,
+    WorkflowStateMismatch,
+    hookimpl,
+)
+
+# docs:end helpdesk-imports
+
+TICKET = "helpdesk.ticket"
+EDITABLE = ("title", "description", "priority", "estimate_hours", "due_at", "billable", "budget")
+
+# docs:start ticket-entity
+ticket = Entity(
+    fqn=TICKET,
+    fields=(
+        Field(name="title", type=FieldType.STRING, max_length=120),
+        Field(name="description", type=FieldType.STRING, nullable=True),
+        Field(
+            name="priority",
+            type=FieldType.ENUM,
+            options=("low", "normal", "high", "urgent"),
+            default="normal",
+        ),
+        Field(name="estimate_hours", type=FieldType.INTEGER, nullable=True, label="Estimate (h)"),
+        Field(name="due_at", type=FieldType.DATETIME, nullable=True),
+        Field(name="billable", type=FieldType.BOOLEAN, default=False),
+        Field(name="budget", type=FieldType.MONEY, currency="EUR", nullable=True),
+        Field(
+            name="state",
+            type=FieldType.ENUM,
+            options=("open", "in_progress", "resolved", "closed"),
+        ),
+        Field(name="requester", type=FieldType.STRING, nullable=True),
+        Field(name="assignee", type=FieldType.STRING, nullable=True),
+        Field(name="resolution", type=FieldType.STRING, nullable=True),
+        Field(name="resolved_at", type=FieldType.DATETIME, nullable=True),
+    ),
+    workflow=Workflow(
+        state_field="state",
+        initial="open",
+        transitions=(
+            Transition(
+                name="start",
+                sources=("open",),
+                target="in_progress",
+                stamps=(Stamp.actor("assignee"),),
+            ),
+            # ``resolution`` is stamped from the request inputs when given (any transition
+            # input naming a declared field is stamped).
+            Transition(
+                name="resolve",
+                sources=("in_progress",),
+                target="resolved",
+                stamps=(Stamp.now("resolved_at"),),
+            ),
+            Transition(name="close", sources=("resolved",), target="closed"),
+            Transition(
+                name="reopen",
+                sources=("resolved",),
+                target="open",
+                stamps=(Stamp.literal("resolved_at", None),),
+            ),
+            Transition(name="cancel", sources=("open", "in_progress"), target="closed"),
+        ),
+    ),
+)
+# docs:end ticket-entity
+
+
+# docs:start helpdesk-actions
+def _transition(name: str, roles: tuple[str, ...], **extra: tuple[str, ...]) -> TransitionAction:
+    return TransitionAction(
+        fqn=f"{TICKET}.{name}", entity=TICKET, transition=name, roles=roles, **extra
+    )
+
+
+ACTIONS: tuple[Action, ...] = (
+    CreateAction(
+        fqn=f"{TICKET}.create",
+        entity=TICKET,
+        inputs=EDITABLE,
+        stamps=(Stamp.actor("requester"),),
+        roles=("requester", "agent"),
+    ),
+    UpdateAction(fqn=f"{TICKET}.edit", entity=TICKET, patchable=EDITABLE, roles=("agent",)),
+    _transition("start", ("agent",)),
+    _transition("resolve", ("agent",)),
+    _transition("close", ("agent", "requester"), policies=("helpdesk.own_ticket",)),
+    _transition("reopen", ("requester",), policies=("helpdesk.own_ticket",)),
+    _transition("cancel", ("agent",)),
+    UpdateAction(
+        fqn=f"{TICKET}.escalate",
+        entity=TICKET,
+        patchable=(),
+        roles=("agent",),
+        effect="helpdesk.escalate",
+    ),
+)
+# docs:end helpdesk-actions
+
+# docs:start helpdesk-projections
+PROJECTIONS: tuple[Projection, ...] = (
+    Projection(
+        fqn=f"{TICKET}.queue",
+        entity=TICKET,
+        fields=("id", "title", "priority", "state", "assignee", "due_at", "created_at"),
+        actions=(f"{TICKET}.create", f"{TICKET}.start", f"{TICKET}.escalate"),
+    ),
+    Projection(
+        fqn=f"{TICKET}.detail",
+        entity=TICKET,
+        fields=(
+            "id",
+            "title",
+            "description",
+            "priority",
+            "estimate_hours",
+            "due_at",
+            "billable",
+            "budget",
+            "state",
+            "requester",
+            "assignee",
+            "resolution",
+            "resolved_at",
+            "created_at",
+            "updated_at",
+            "_version",
+        ),
+        actions=tuple(
+            f"{TICKET}.{name}"
+            for name in ("edit", "start", "resolve", "close", "reopen", "cancel", "escalate")
+        ),
+    ),
+)
+# docs:end helpdesk-projections
+
+
+# docs:start own-ticket-policy
+def own_ticket(ctx: ActionContext) -> bool:
+    """Agents may act on any ticket; anyone else only on a ticket they requested."""
+    if "agent" in ctx.roles:
+        return True
+    return ctx.subject is not None and ctx.subject.get("requester") == ctx.actor_id
+
+
+# docs:end own-ticket-policy
+
+
+# docs:start escalate-effect
+def escalate(ctx: ActionContext) -> None:
+    """Raise the ticket's priority to ``urgent``; a closed ticket cannot be escalated."""
+    assert ctx.subject is not None
+    if ctx.subject["state"] == "closed":
+        raise WorkflowStateMismatch("A closed ticket cannot be escalated")
+    ctx.set("priority", "urgent")
+
+
+# docs:end escalate-effect
+
+
+# docs:start helpdesk-hooks
+@hookimpl
+def tessera_entities() -> Sequence[Entity]:
+    return (ticket,)
+
+
+@hookimpl
+def tessera_actions() -> Sequence[Action]:
+    return ACTIONS
+
+
+@hookimpl
+def tessera_projections() -> Sequence[Projection]:
+    return PROJECTIONS
+
+
+@hookimpl
+def tessera_policies() -> Mapping[str, PolicyHandler]:
+    return {"helpdesk.own_ticket": own_ticket}
+
+
+@hookimpl
+def tessera_effects() -> Mapping[str, EffectHandler]:
+    return {"helpdesk.escalate": escalate}
+
+
+# docs:end helpdesk-hooks

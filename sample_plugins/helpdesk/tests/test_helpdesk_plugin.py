@@ -1,0 +1,95 @@
+"""The helpdesk plugin's own tests, written as a third-party author would: only ``plugin_api``
+and its pytest harness (the ``tessera`` fixture), nothing from the host."""
+
+from __future__ import annotations
+
+import pytest
+
+from plugin_api.testing import Client, Host, TesseraHarness
+
+TICKET = "helpdesk.ticket"
+
+
+# docs:start harness-fixtures
+@pytest.fixture
+async def host(tessera: TesseraHarness) -> Host:
+    return await tessera.start(plugins=["helpdesk"])
+
+
+@pytest.fixture
+def agent(host: Host) -> Client:
+    return host.client(tenant="acme", actor="alice", roles=["agent"])
+
+
+@pytest.fixture
+def rita(host: Host) -> Client:
+    return host.client(tenant="acme", actor="rita", roles=["requester"])
+
+
+async def open_ticket(client: Client, title: str = "Printer on fire") -> str:
+    result = await client.action(f"{TICKET}.create", inputs={"title": title})
+    return str(result.outputs["id"])
+
+
+# docs:end harness-fixtures
+
+
+# docs:start harness-test
+async def test_create_stamps_the_requester_and_seeds_the_workflow(rita: Client) -> None:
+    ticket = await open_ticket(rita)
+    detail = await rita.projection(f"{TICKET}.detail", subject=ticket)
+    assert detail.item is not None
+    assert detail.item["requester"] == "rita"
+    assert detail.item["state"] == "open"
+    assert detail.item["priority"] == "normal"
+
+
+async def test_a_requester_cannot_start_a_ticket(rita: Client) -> None:
+    ticket = await open_ticket(rita)
+    result = await rita.action(f"{TICKET}.start", subject=ticket)
+    assert (result.status, result.error_kind) == (403, "PolicyDenied")
+
+
+# docs:end harness-test
+
+
+async def test_workflow_from_open_to_closed(agent: Client, rita: Client) -> None:
+    ticket = await open_ticket(rita)
+    assert (await agent.action(f"{TICKET}.start", subject=ticket)).outputs["assignee"] == "alice"
+    resolved = await agent.action(
+        f"{TICKET}.resolve", subject=ticket, inputs={"resolution": "Unplugged it"}
+    )
+    assert resolved.outputs["state"] == "resolved"
+    assert resolved.outputs["resolution"] == "Unplugged it"
+    assert (await rita.action(f"{TICKET}.close", subject=ticket)).outputs["state"] == "closed"
+    again = await agent.action(f"{TICKET}.start", subject=ticket)
+    assert (again.status, again.error_kind) == (409, "WorkflowStateMismatch")
+
+
+async def test_own_ticket_policy(host: Host, agent: Client, rita: Client) -> None:
+    ticket = await open_ticket(rita)
+    await agent.action(f"{TICKET}.start", subject=ticket)
+    await agent.action(f"{TICKET}.resolve", subject=ticket)
+    sam = rita.as_(actor="sam")
+    denied = await sam.action(f"{TICKET}.close", subject=ticket)
+    assert (denied.status, denied.error_kind) == (403, "PolicyDenied")
+    assert (await rita.action(f"{TICKET}.reopen", subject=ticket)).outputs["state"] == "open"
+
+
+async def test_escalate_effect(agent: Client, rita: Client) -> None:
+    ticket = await open_ticket(rita)
+    escalated = await agent.action(f"{TICKET}.escalate", subject=ticket)
+    assert escalated.outputs["priority"] == "urgent"
+    assert set(escalated.outputs) == {"priority", "_version"}
+    await agent.action(f"{TICKET}.cancel", subject=ticket)
+    closed = await agent.action(f"{TICKET}.escalate", subject=ticket)
+    assert (closed.status, closed.error_kind) == (409, "WorkflowStateMismatch")
+
+
+async def test_queue_lists_the_tenant_tickets(agent: Client, rita: Client) -> None:
+    first = await open_ticket(rita, "First")
+    second = await open_ticket(rita, "Second")
+    await open_ticket(rita.as_(tenant="globex"), "Elsewhere")
+    queue = await agent.projection(f"{TICKET}.queue")
+    assert [item["id"] for item in queue.items] == [first, second]
+    assert [action["name"] for action in queue.json["actions"]] == ["create", "start", "escalate"]
