@@ -1,0 +1,1 @@
+"""Tessera test plugin alpha: a note with a workflow."""

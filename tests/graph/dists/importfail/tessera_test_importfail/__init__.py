@@ -1,0 +1,3 @@
+"""Tessera test plugin whose import fails."""
+
+raise RuntimeError("boom at import time")

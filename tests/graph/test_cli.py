@@ -1,0 +1,126 @@
+"""The ``tessera`` command, in process (entry points limited through the environment)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from host import cli
+from host.config import SETTINGS, Settings
+from host.graph import compile_graph
+from host.plugins import load_plugins
+
+
+@pytest.fixture
+def no_installed_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [s.env_var for s in SETTINGS]:
+        monkeypatch.delenv(name, raising=False)
+    names = [info.name for info, _ in load_plugins(Settings()).plugins]
+    monkeypatch.setenv("TESSERA_PLUGINS_DISABLED", ",".join(names))
+
+
+@pytest.mark.usefixtures("no_installed_plugins")
+def test_check_prints_ok_and_hash(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["check"]) == 0
+    empty = compile_graph(load_plugins(Settings(), entry_points=False))
+    assert capsys.readouterr().out == f"ok {empty.hash}\n"
+
+
+@pytest.mark.usefixtures("no_installed_plugins")
+def test_graph_hash_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["graph", "--hash"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert len(out) == 64
+    assert int(out, 16) >= 0
+
+
+@pytest.mark.usefixtures("no_installed_plugins")
+def test_plugins_with_nothing_installed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["plugins"]) == 0
+    assert capsys.readouterr().out == "no plugins loaded\n"
+
+
+def test_check_reports_every_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kit: SimpleNamespace
+) -> None:
+    defs = (
+        kit.baseline()
+        .with_action("shop.order.edit", entity="shop.nothing")
+        .with_projection("shop.order.brief", fields=("colour",))
+    )
+    plugin = defs.plugin()
+
+    def load(settings: Settings) -> object:
+        return load_plugins(settings, extra=[("shop", plugin)], entry_points=False)
+
+    monkeypatch.setattr(cli, "load_plugins", load)
+    assert cli.main(["check"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert lines[0] == "2 error(s) in the plugin graph:"
+    assert "action 'shop.order.edit'" in lines[1]
+    assert "projection 'shop.order.brief'" in lines[2]
+    assert cli.main(["graph"]) == 1
+
+
+def test_config_lists_every_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TESSERA_API_PREFIX", "/v1/")
+    assert cli.main(["config"]) == 0
+    out = capsys.readouterr().out
+    for setting in SETTINGS:
+        assert f"{setting.env_var}=" in out
+        assert setting.help in out
+    assert "TESSERA_API_PREFIX='/v1'" in out
+
+
+def test_malformed_setting_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TESSERA_MAX_BODY_BYTES", "lots")
+    assert cli.main(["config"]) == 2
+    assert "TESSERA_MAX_BODY_BYTES" in capsys.readouterr().err
+
+
+def test_serve_execs_hypercorn(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, list[str]]] = []
+
+    def execvp(file: str, args: list[str]) -> None:
+        calls.append((file, args))
+
+    monkeypatch.setattr(cli.os, "execvp", execvp)
+    cli.main(["serve"])
+    cli.main(["serve", "--bind", "0.0.0.0:9000", "--workers", "4", "--", "--access-logfile", "-"])
+    python = sys.executable
+    assert calls == [
+        (python, [python, "-m", "hypercorn", "--bind", "127.0.0.1:8000", "--workers", "1",
+                  "host.asgi:app"]),
+        (python, [python, "-m", "hypercorn", "--bind", "0.0.0.0:9000", "--workers", "4",
+                  "--access-logfile", "-", "host.asgi:app"]),
+    ]  # fmt: skip
+
+
+def test_unknown_arguments_are_refused_outside_serve() -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["check", "--bogus"])
+    assert exited.value.code == 2
+
+
+@pytest.mark.slow
+def test_python_dash_m_host(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "host", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert result.stdout.startswith("tessera ")
