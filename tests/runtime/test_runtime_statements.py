@@ -1,0 +1,123 @@
+"""Per-action statement counts, read from the ``databases`` logger (one "Query: ..." record
+per statement sent). They are small constants: independent of the number of fields written
+and of the number of rows in the table."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from plugin_api.testing import Host, Result
+
+from ._support import INVOICE, TICKET, is_postgres
+
+# SQLite: BEGIN IMMEDIATE and COMMIT go through the same connection and are counted;
+# PostgreSQL: asyncpg's transaction object issues them without a "Query:" record.
+FRAME = 0 if is_postgres() else 2
+EXPECTED = {
+    "create": FRAME + 2,  # INSERT row, INSERT audit
+    "transition": FRAME + 3,  # SELECT subject, UPDATE ... RETURNING, INSERT audit
+    "update": FRAME + 3,
+    "issue": FRAME + 4,  # + the sequence upsert of the custom effect
+    # A list projection reads in keyset chunks of ``list_chunk_rows`` (1000) rows from one
+    # read snapshot: BEGIN + SELECT + ROLLBACK on SQLite's reader connection.
+    "list projection": FRAME + 1,
+    "detail projection": 1,
+}
+
+MONEY = {"amount": "12.50", "currency": "USD"}
+ALL_TICKET_INPUTS = {
+    "title": "All fields",
+    "description": "d",
+    "priority": "high",
+    "estimate_hours": 3,
+    "due_at": "2030-01-02T03:04:05Z",
+    "billable": True,
+    "budget": {"amount": "1.00", "currency": "EUR"},
+}
+
+
+class Recorder:
+    def __init__(self, caplog: pytest.LogCaptureFixture) -> None:
+        self._caplog = caplog
+
+    async def __call__(self, call: Callable[[], Awaitable[Result]]) -> tuple[Result, list[str]]:
+        self._caplog.clear()
+        with self._caplog.at_level(logging.DEBUG, logger="databases"):
+            result = await call()
+        queries = [
+            record.getMessage()
+            for record in self._caplog.records
+            if record.name == "databases" and str(record.msg).startswith("Query:")
+        ]
+        return result, queries
+
+
+async def measure(host: Host, record: Recorder) -> dict[str, list[int]]:
+    agent = host.client(actor="alice", roles=["agent"])
+    clerk = host.client(actor="carl", roles=["clerk"])
+    counts: dict[str, list[int]] = {key: [] for key in EXPECTED}
+
+    async def count(key: str, call: Callable[[], Awaitable[Result]]) -> Result:
+        result, queries = await record(call)
+        assert result.status == 200, result.json
+        counts[key].append(len(queries))
+        if not is_postgres() and key in ("create", "transition", "update", "issue"):
+            assert queries[0].startswith("Query: BEGIN IMMEDIATE"), queries
+            assert queries[-1].startswith("Query: COMMIT"), queries
+        return result
+
+    # Few and many fields written, on two entities of different widths.
+    small = await count(
+        "create", lambda: agent.action(TICKET + ".create", inputs={"title": "Small"})
+    )
+    big = await count("create", lambda: agent.action(TICKET + ".create", inputs=ALL_TICKET_INPUTS))
+    invoice = await count(
+        "create",
+        lambda: clerk.action(
+            INVOICE + ".create", inputs={"customer": "c", "amount": MONEY, "lines": 2}
+        ),
+    )
+    small_id, big_id = small.outputs["id"], big.outputs["id"]
+    await count("update", lambda: agent.action(TICKET + ".edit", subject=small_id, inputs={}))
+    await count(
+        "update",
+        lambda: agent.action(TICKET + ".edit", subject=small_id, inputs={"title": "One"}),
+    )
+    await count(
+        "update",
+        lambda: agent.action(TICKET + ".edit", subject=big_id, inputs=ALL_TICKET_INPUTS),
+    )
+    await count("update", lambda: agent.action(TICKET + ".escalate", subject=big_id))
+    await count("transition", lambda: agent.action(TICKET + ".start", subject=small_id))
+    await count(
+        "transition",
+        lambda: agent.action(TICKET + ".resolve", subject=small_id, inputs={"resolution": "r"}),
+    )
+    await count("issue", lambda: clerk.action(INVOICE + ".issue", subject=invoice.outputs["id"]))
+    await count("transition", lambda: clerk.action(INVOICE + ".pay", subject=invoice.outputs["id"]))
+    await count("list projection", lambda: agent.projection(TICKET + ".queue"))
+    await count("detail projection", lambda: agent.projection(TICKET + ".detail", subject=big_id))
+    return counts
+
+
+async def test_statement_counts_are_small_constants(
+    host: Host, caplog: pytest.LogCaptureFixture
+) -> None:
+    record = Recorder(caplog)
+    few_rows = await measure(host, record)
+
+    # Grow the tables to well over 100 rows, then measure again.
+    agent = host.client(roles=["agent"])
+    clerk = host.client(roles=["clerk"])
+    for n in range(100):
+        await agent.action(TICKET + ".create", inputs={"title": f"filler {n}"})
+        await clerk.action(INVOICE + ".create", inputs={"customer": f"c{n}", "amount": MONEY})
+    many_rows = await measure(host, record)
+
+    print("statements per request:", {key: values[0] for key, values in few_rows.items()})
+    for key, expected in EXPECTED.items():
+        assert set(few_rows[key]) == {expected}, (key, few_rows[key])
+        assert set(many_rows[key]) == {expected}, (key, many_rows[key])
