@@ -1,0 +1,1 @@
+"""Tessera schema evolution test plugin, version 2.0.0."""
