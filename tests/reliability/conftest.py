@@ -1,0 +1,310 @@
+"""The reliability suite: real Hypercorn processes, real databases, loopback HTTP.
+
+Every test here is marked ``reliability`` and runs on the backend chosen by
+``TESSERA_TEST_BACKEND`` (SQLite by default, ``postgresql`` for the PostgreSQL server of
+``TESSERA_TEST_POSTGRES_URL``). Each test gets a fresh database: a new SQLite file, or an
+emptied ``public`` schema.
+
+The figures each test produces (requests sent, conflicts seen, faults injected, inputs tried,
+rows lost) are collected by the ``figures`` fixture, printed at the end of the run and
+written as JSON to ``<pytest basetemp>/reliability-figures.json`` (and to the file named by
+``TESSERA_RELIABILITY_FIGURES`` when set).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from databases import Database
+
+from plugin_api.testing import DEFAULT_POSTGRES_URL
+
+BACKEND = "postgresql" if os.environ.get("TESSERA_TEST_BACKEND") == "postgresql" else "sqlite"
+POSTGRES_URL = os.environ.get("TESSERA_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+PREFIX = "/api"
+
+CORS = {
+    "access-control-allow-origin": "*",
+    "access-control-allow-methods": "GET, POST, OPTIONS",
+    "access-control-allow-headers": "Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles",
+    "access-control-max-age": "600",
+}
+
+TICKET_TABLE = "helpdesk__ticket"
+INVOICE_TABLE = "billing__invoice"
+AUDIT_TABLE = "tessera_audit"
+
+_FIGURES: dict[str, dict[str, Any]] = {}
+
+
+# -- identities --------------------------------------------------------------------------------
+
+
+def identity(tenant: str, actor: str = "rel", roles: Sequence[str] = ()) -> dict[str, str]:
+    return {"X-Tenant-ID": tenant, "X-Actor-Id": actor, "X-Actor-Roles": ",".join(roles)}
+
+
+def subject(tenant: str, entity: str, row_id: str) -> dict[str, str]:
+    return {"tenantId": tenant, "entityFqn": entity, "identityHandle": row_id}
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class HostProcess:
+    """One ``hypercorn host.asgi:app --workers N`` process on a loopback port."""
+
+    def __init__(
+        self,
+        tmp_path: Path,
+        database: str,
+        *,
+        workers: int = 2,
+        port: int | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.tmp_path = tmp_path
+        self.database = database
+        self.workers = workers
+        self.port = port or free_port()
+        self.env = dict(env or {})
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def log(self) -> Path:
+        return self.tmp_path / f"hypercorn-{self.port}-{self.starts}.log"
+
+    def spawn(self) -> None:
+        """Start the process without waiting for it to serve."""
+        self.starts += 1
+        env = {
+            **os.environ,
+            "TESSERA_DATABASE_URL": self.database,
+            "TESSERA_ACCESS_LOG": "0",
+            **self.env,
+        }
+        with self.log.open("wb") as sink:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "hypercorn",
+                    "host.asgi:app",
+                    "--bind",
+                    f"127.0.0.1:{self.port}",
+                    "--workers",
+                    str(self.workers),
+                    "--graceful-timeout",
+                    "10",
+                ],
+                env=env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                cwd=self.tmp_path,
+            )
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Wait until every worker answers ``/_health`` (probed over fresh connections)."""
+        assert self.process is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"hypercorn exited at startup ({self.process.returncode}):\n"
+                    f"{self.log.read_text(errors='replace')}"
+                )
+            try:
+                answered = httpx.get(f"{self.base_url}{PREFIX}/_health", timeout=2)
+                if answered.status_code == 200 and len(self.worker_pids()) >= self.workers:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                log = self.log.read_text(errors="replace")
+                raise AssertionError(f"hypercorn did not start in {timeout}s:\n{log}")
+            time.sleep(0.1)
+
+    def start(self) -> HostProcess:
+        self.spawn()
+        self.wait_ready()
+        return self
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def worker_pids(self) -> list[int]:
+        """PIDs of the worker children (not multiprocessing's resource tracker)."""
+        assert self.process is not None
+        pids: list[int] = []
+        task_dir = Path(f"/proc/{self.process.pid}/task")
+        try:
+            tids = list(task_dir.iterdir())
+        except FileNotFoundError:
+            return []
+        for tid in tids:
+            try:
+                children = (tid / "children").read_text().split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            for child in children:
+                try:
+                    cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+                except FileNotFoundError:
+                    continue
+                if b"spawn_main" in cmdline:
+                    pids.append(int(child))
+        return sorted(pids)
+
+    def kill_worker(self) -> int:
+        """``kill -9`` one worker child; return its pid."""
+        pids = self.worker_pids()
+        assert pids, "no worker process found"
+        os.kill(pids[0], signal.SIGKILL)
+        return pids[0]
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        # A master killed without its children would leave them serving: reap stragglers.
+        for pid in self.worker_pids() if self.process.poll() is None else []:
+            os.kill(pid, signal.SIGKILL)
+
+    def wait_exit(self, timeout: float) -> bool:
+        assert self.process is not None
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def client(self, **kwargs: Any) -> httpx.AsyncClient:
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+        return httpx.AsyncClient(
+            base_url=self.base_url + PREFIX, timeout=60, limits=limits, **kwargs
+        )
+
+
+@pytest.fixture
+def database(tessera_database_url: str) -> str:
+    """A fresh database of the selected backend (the harness empties PostgreSQL)."""
+    return tessera_database_url
+
+
+@pytest.fixture
+def hosts(tmp_path: Path) -> Iterator[list[HostProcess]]:
+    """Processes started by a test; every one is stopped when the test ends."""
+    started: list[HostProcess] = []
+    yield started
+    for host in started:
+        host.stop()
+
+
+@pytest.fixture
+def start_host(tmp_path: Path, database: str, hosts: list[HostProcess]) -> Any:
+    def start(*, workers: int = 2, port: int | None = None) -> HostProcess:
+        host = HostProcess(tmp_path, database, workers=workers, port=port)
+        hosts.append(host)
+        return host.start()
+
+    return start
+
+
+# -- direct database access --------------------------------------------------------------------
+
+
+async def query(
+    url: str, sql: str, values: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Run one read query on the database directly (not through the service)."""
+    async with Database(url) as db:
+        rows = await db.fetch_all(sql, dict(values) if values else None)
+    return [dict(row._mapping) for row in rows]
+
+
+async def audit_rows(url: str) -> list[dict[str, Any]]:
+    """Every audit record in commit order, with ``inputs``/``outputs`` decoded."""
+    rows = await query(url, f"SELECT * FROM {AUDIT_TABLE} ORDER BY seq")
+    for row in rows:
+        row["inputs"] = json.loads(row["inputs"])
+        row["outputs"] = json.loads(row["outputs"])
+    return rows
+
+
+# -- HTTP helpers ------------------------------------------------------------------------------
+
+
+def assert_envelope(response: httpx.Response) -> None:
+    """An error response: the error envelope, JSON, with every CORS header."""
+    for name, value in CORS.items():
+        assert response.headers.get(name) == value, (name, response.status_code, response.text)
+    assert response.headers.get("content-type", "").startswith("application/json"), response
+    body = response.json()
+    assert body["ok"] is False, body
+    assert isinstance(body["error"]["kind"], str) and body["error"]["kind"], body
+    assert isinstance(body["error"]["message"], str), body
+
+
+async def list_items(
+    client: httpx.AsyncClient, projection: str, tenant: str
+) -> list[dict[str, Any]]:
+    response = await client.get(f"/projections/{projection}", headers=identity(tenant))
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["data"]["items"]
+    return items
+
+
+# -- figures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def figures(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """A dict the test fills with its figures; collected under the test's id and backend."""
+    record: dict[str, Any] = {"backend": BACKEND}
+    _FIGURES[f"{request.node.nodeid} [{BACKEND}]"] = record
+    return record
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not _FIGURES:
+        return
+    text = json.dumps(_FIGURES, indent=2, sort_keys=True, default=str)
+    targets = [session.config._tmp_path_factory.getbasetemp() / "reliability-figures.json"]  # type: ignore[attr-defined]
+    if os.environ.get("TESSERA_RELIABILITY_FIGURES"):
+        targets.append(Path(os.environ["TESSERA_RELIABILITY_FIGURES"]))
+    for target in targets:
+        target.write_text(text + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _FIGURES:
+        return
+    terminalreporter.section("reliability figures")
+    for name, record in _FIGURES.items():
+        shown = ", ".join(f"{key}={value}" for key, value in record.items() if key != "backend")
+        terminalreporter.write_line(f"{name}: {shown}")

@@ -1,0 +1,148 @@
+"""Contention on a real server (``--workers 2``): one row hit by many concurrent writers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import assert_envelope, audit_rows, identity, list_items, subject
+
+pytestmark = [pytest.mark.reliability, pytest.mark.slow]
+
+TENANT = "acme"
+TICKET = "helpdesk.ticket"
+REQUESTER = identity(TENANT, "rita", ["requester"])
+AGENT = identity(TENANT, "alice", ["agent"])
+
+
+async def _create_ticket(client: httpx.AsyncClient, title: str) -> str:
+    created = await client.post(
+        f"/actions/{TICKET}.create",
+        json={"subject": None, "inputs": {"title": title}},
+        headers=REQUESTER,
+    )
+    assert created.status_code == 200, created.text
+    return str(created.json()["outputs"]["id"])
+
+
+async def test_fifty_concurrent_transitions_on_one_row(
+    start_host: Any, database: str, figures: dict[str, Any]
+) -> None:
+    host = start_host(workers=2)
+    sent = 0
+    conflicts: Counter[str] = Counter()
+    async with host.client() as client:
+        rounds = {
+            # 50 identical transitions of one open ticket.
+            "start": ["start"] * 50,
+            # 50 competing transitions out of 'in_progress': 25 resolve, 25 cancel (the
+            # target of each is not a source of the other).
+            "resolve-or-cancel": ["resolve", "cancel"] * 25,
+        }
+        for label, actions in rounds.items():
+            ticket = await _create_ticket(client, f"contended {label}")
+            body = {"subject": subject(TENANT, TICKET, ticket), "inputs": {}}
+            setup = [f"{TICKET}.create"]
+            if label != "start":
+                started = await client.post(f"/actions/{TICKET}.start", json=body, headers=AGENT)
+                assert started.status_code == 200, started.text
+                setup.append(f"{TICKET}.start")
+            responses = await asyncio.gather(
+                *(
+                    client.post(f"/actions/{TICKET}.{action}", json=body, headers=AGENT)
+                    for action in actions
+                )
+            )
+            sent += len(responses)
+            statuses = Counter(response.status_code for response in responses)
+            assert statuses == {200: 1, 409: len(actions) - 1}, (label, statuses)
+            winner = next(r for r in responses if r.status_code == 200).json()["outputs"]
+            for response in responses:
+                if response.status_code == 409:
+                    assert_envelope(response)
+                    kind = response.json()["error"]["kind"]
+                    assert kind in {"WorkflowStateMismatch", "ConcurrencyConflict"}, kind
+                    conflicts[kind] += 1
+            rows = {row["id"]: row for row in await list_items(client, f"{TICKET}.detail", TENANT)}
+            assert rows[ticket]["_version"] == winner["_version"]
+            assert rows[ticket]["state"] == winner["state"]
+            audit = [a for a in await audit_rows(database) if a["subject_id"] == ticket]
+            assert [a["action"] for a in audit] == [
+                *setup,
+                next(
+                    f"{TICKET}.{a}"
+                    for a, r in zip(actions, responses, strict=True)
+                    if r.status_code == 200
+                ),
+            ]
+            assert audit[-1]["outputs"] == winner
+    figures.update(
+        requests_sent=sent,
+        successes=2,
+        conflicts=sum(conflicts.values()),
+        conflict_kinds=dict(conflicts),
+        rows_lost=0,
+    )
+
+
+async def test_two_hundred_concurrent_updates_over_ten_rows(
+    start_host: Any, database: str, figures: dict[str, Any]
+) -> None:
+    host = start_host(workers=2)
+    async with host.client() as client:
+        tickets = [await _create_ticket(client, f"row {n}") for n in range(10)]
+        writes = [(n % 10, n) for n in range(200)]
+
+        async def edit(row: int, n: int) -> httpx.Response:
+            return await client.post(
+                f"/actions/{TICKET}.edit",
+                json={
+                    "subject": subject(TENANT, TICKET, tickets[row]),
+                    "inputs": {"title": f"write {n}", "estimate_hours": n},
+                },
+                headers=AGENT,
+            )
+
+        responses = await asyncio.gather(*(edit(row, n) for row, n in writes))
+        rows = {row["id"]: row for row in await list_items(client, f"{TICKET}.detail", TENANT)}
+    audit = await audit_rows(database)
+
+    successes: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)  # ticket -> version
+    conflicts = 0
+    for (row, n), response in zip(writes, responses, strict=True):
+        if response.status_code == 200:
+            outputs = response.json()["outputs"]
+            assert outputs["title"] == f"write {n}" and outputs["estimate_hours"] == n
+            successes[tickets[row]][outputs["_version"]] = outputs
+        else:
+            assert response.status_code == 409, response.text
+            assert_envelope(response)
+            assert response.json()["error"]["kind"] == "ConcurrencyConflict", response.text
+            conflicts += 1
+
+    edits = [a for a in audit if a["action"] == f"{TICKET}.edit"]
+    assert len(edits) == sum(len(v) for v in successes.values())
+    for ticket in tickets:
+        trail = [a["outputs"] for a in edits if a["subject_id"] == ticket]
+        # Every success is audited exactly once, and nothing else is.
+        assert sorted(o["_version"] for o in trail) == sorted(successes[ticket])
+        for outputs in trail:
+            assert outputs == successes[ticket][outputs["_version"]]
+        # The row holds the last committed write (the audit's commit order) of that row.
+        row = rows[ticket]
+        last = trail[-1] if trail else None
+        if last is None:
+            assert row["title"].startswith("row ")
+        else:
+            assert {k: row[k] for k in last} == last, (row, last)
+    figures.update(
+        requests_sent=len(writes),
+        successes=len(writes) - conflicts,
+        conflicts=conflicts,
+        audit_records=len(edits),
+        rows_lost=0,
+    )
