@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Sequence
+from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,7 @@ def sqlite_path(url: str) -> str:
 def prepare_sqlite(path: Path) -> str:
     """Create an empty database file with the host's tables; return its URL."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("PRAGMA journal_mode = WAL")
         for statement in host_ddl("sqlite"):
             conn.execute(statement)
@@ -190,7 +191,7 @@ async def _copy_pg(url: str, rows: Sequence[tuple[Any, ...]]) -> None:
 def insert_rows(url: str, rows: Sequence[tuple[Any, ...]]) -> None:
     """Insert ticket rows (tuples in :data:`TICKET_COLUMNS` order) straight into the table."""
     if url.startswith("sqlite"):
-        with sqlite3.connect(sqlite_path(url), timeout=30) as conn:
+        with closing(sqlite3.connect(sqlite_path(url), timeout=30)) as conn, conn:
             marks = ", ".join("?" * len(TICKET_COLUMNS))
             conn.executemany(
                 f"INSERT INTO {TICKET_TABLE} ({', '.join(TICKET_COLUMNS)}) VALUES ({marks})",

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ class Evo:
     async def query(self, sql: str) -> list[tuple[Any, ...]]:
         if self.backend == "sqlite":
             path = self.database_url.removeprefix("sqlite:///")
-            with sqlite3.connect(path) as conn:
+            with closing(sqlite3.connect(path)) as conn, conn:
                 return [tuple(row) for row in conn.execute(sql).fetchall()]
         import asyncpg
 
@@ -146,7 +147,7 @@ class Evo:
         nullability, defaults) and every row of every table."""
         if self.backend == "sqlite":
             path = self.database_url.removeprefix("sqlite:///")
-            with sqlite3.connect(path) as conn:
+            with closing(sqlite3.connect(path)) as conn, conn:
                 master = conn.execute("SELECT * FROM sqlite_master ORDER BY name").fetchall()
                 return master, list(conn.iterdump())
         columns = await self.query(
