@@ -204,15 +204,21 @@ class CreateAction:
 class TransitionAction:
     """An action that performs a workflow transition on an existing row.
 
-    Inputs that name a declared field (not the state field) are validated and stamped;
-    other keys are accepted and kept only in the audit record.
+    A request may carry arbitrary inputs: keys in ``stampable`` are validated and written
+    to the row; every other key is accepted and kept only in the audit record. The
+    transition's own stamps are written after the inputs, so they win.
 
     :param transition: the name of the workflow transition it performs.
+    :param stampable: the fields a request's inputs may set. ``None`` (the default) allows
+        every declared field except the workflow state field; name the fields explicitly
+        (``()`` for none) so that a transition cannot overwrite a value another step owns,
+        such as a number assigned by an effect.
     """
 
     fqn: str
     entity: str
     transition: str
+    stampable: tuple[str, ...] | None = None
     roles: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
     effect: str | None = None

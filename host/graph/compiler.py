@@ -171,7 +171,7 @@ def _state_field(entity: CompiledEntity) -> str | None:
 
 
 def _field_list(names: object, what: str, entity: CompiledEntity, say: Say) -> tuple[str, ...]:
-    """Check a list of writable field names (create inputs, update patchable)."""
+    """Check a list of writable field names (create inputs, update patchable, stampable)."""
     listed = names_of(names, what, say)
     for name in listed:
         if name not in entity.fields:
@@ -204,6 +204,8 @@ def _check_action_kind(action: Action, entity: CompiledEntity, say: Say) -> Tran
     elif entity.workflow is None:
         say(f"is a transition action, but entity {entity.fqn!r} has no workflow")
     else:
+        if action.stampable is not None:
+            _field_list(action.stampable, "stampable", entity, say)
         transition = entity.transitions.get(action.transition)
         if transition is not None:
             return transition

@@ -119,14 +119,18 @@ def validate_inputs(action: CompiledAction, inputs: Mapping[str, Any]) -> dict[s
     if isinstance(definition, UpdateAction):
         _reject_unknown(action, inputs, definition.patchable)
         return {name: coerce_write(fields[name], value) for name, value in inputs.items()}
-    # Transition: inputs naming a declared field other than the state field are stamped;
-    # any other key is accepted and only kept in the audit record.
-    workflow = action.entity.workflow
-    state_field = workflow.state_field if workflow else None
+    # Transition: inputs naming a stampable field are stamped (by default every declared
+    # field but the state field); any other key is accepted and only kept in the audit record.
+    assert isinstance(definition, TransitionAction)
+    stampable = definition.stampable
+    if stampable is None:
+        workflow = action.entity.workflow
+        state_field = workflow.state_field if workflow else None
+        stampable = tuple(name for name in fields if name != state_field)
     return {
         name: coerce_write(fields[name], value)
         for name, value in inputs.items()
-        if name in fields and name != state_field
+        if name in stampable
     }
 
 

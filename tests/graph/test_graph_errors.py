@@ -248,6 +248,22 @@ CASES: dict[str, tuple[Callable[[Any], Any], tuple[str, ...]]] = {
         lambda d: d.with_action("shop.order.reopen", transition="explode"),
         ("action 'shop.order.reopen'", "transition 'explode' is not a transition"),
     ),
+    "stampable undeclared": (
+        lambda d: d.with_action("shop.order.reopen", stampable=("colour",)),
+        ("action 'shop.order.reopen'", "stampable name 'colour', which is not a field"),
+    ),
+    "stampable system field": (
+        lambda d: d.with_action("shop.order.reopen", stampable=("created_at",)),
+        ("action 'shop.order.reopen'", "stampable name 'created_at'", "a system field"),
+    ),
+    "stampable twice": (
+        lambda d: d.with_action("shop.order.reopen", stampable=("note", "note")),
+        ("action 'shop.order.reopen'", "stampable name 'note' twice"),
+    ),
+    "stampable state field": (
+        lambda d: d.with_action("shop.order.reopen", stampable=("status",)),
+        ("action 'shop.order.reopen'", "workflow state field 'status'"),
+    ),
     "patchable undeclared": (
         lambda d: d.with_action("shop.order.edit", patchable=("colour",)),
         ("action 'shop.order.edit'", "patchable name 'colour', which is not a field"),

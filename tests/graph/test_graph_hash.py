@@ -101,6 +101,13 @@ MUTATIONS: dict[str, Mutation] = {
     "update patchable order": lambda d: d.with_action(
         "shop.order.edit", patchable=("note", "title")
     ),
+    "transition stampable none to empty": lambda d: d.with_action(
+        "shop.order.reopen", stampable=()
+    ),
+    "transition stampable": lambda d: d.with_action("shop.order.reopen", stampable=("note",)),
+    "transition stampable order": lambda d: d.with_action(
+        "shop.order.reopen", stampable=("title", "note")
+    ),
     "update roles": lambda d: d.with_action("shop.order.edit", roles=("boss",)),
     "update policies": lambda d: d.with_action(
         "shop.order.edit", policies=("shop.vip", "shop.spare")

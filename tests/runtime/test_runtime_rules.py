@@ -474,23 +474,51 @@ async def test_transition_moves_state_stamps_and_keeps_unknown_inputs_only_in_au
     assert (await detail(alice, ticket))["resolved_at"] is None
 
 
-async def test_transition_validates_inputs_naming_declared_fields(host: Host) -> None:
+async def test_transition_validates_and_stamps_only_stampable_inputs(host: Host) -> None:
     alice = agent(host)
     ticket = await new_ticket(alice)
+    await alice.action(TICKET + ".start", subject=ticket)
     before = await snapshot(host.database_url, *EVERYTHING)
-    for inputs in (
-        {"estimate_hours": "lots"},
-        {"due_at": "soon"},
-        {"resolution": 42},
-        {"title": None},
-    ):
-        result = await alice.action(TICKET + ".start", subject=ticket, inputs=inputs)
-        assert next(iter(inputs)) in assert_error(result, 400, "BadRequest")
+    for inputs in ({"resolution": 42}, {"resolution": ["Fixed"]}, {"resolution": {"a": 1}}):
+        result = await alice.action(TICKET + ".resolve", subject=ticket, inputs=inputs)
+        assert "resolution" in assert_error(result, 400, "BadRequest")
     assert await snapshot(host.database_url, *EVERYTHING) == before
-    # A well-typed declared field is stamped and echoed.
-    started = await alice.action(TICKET + ".start", subject=ticket, inputs={"estimate_hours": "8"})
-    assert started.outputs["estimate_hours"] == 8
-    assert (await detail(alice, ticket))["estimate_hours"] == 8
+
+
+async def test_transition_inputs_outside_stampable_are_audit_only(host: Host) -> None:
+    alice = agent(host)
+    ticket = await new_ticket(alice)
+    # start names no stampable field: a wrong type is not even looked at, nothing is stamped.
+    started = await alice.action(
+        TICKET + ".start", subject=ticket, inputs={"estimate_hours": "lots", "requester": "mallory"}
+    )
+    assert set(started.outputs) == {"state", "assignee", "_version"}, started.outputs
+    resolved = await alice.action(
+        TICKET + ".resolve", subject=ticket, inputs={"resolution": "Fixed", "title": "Other"}
+    )
+    assert resolved.outputs["resolution"] == "Fixed" and "title" not in resolved.outputs
+    item = await detail(alice, ticket)
+    assert (item["requester"], item["estimate_hours"], item["title"]) == ("alice", None, "Printer")
+    assert item["resolution"] == "Fixed"
+    audited = [row["inputs"] for row in await audit_rows(host.database_url)]
+    assert {"estimate_hours": "lots", "requester": "mallory"} in [json.loads(i) for i in audited]
+
+
+async def test_transition_without_stampable_stamps_any_declared_field(
+    lab_host: Host, lab: LabPlugin
+) -> None:
+    client = lab_host.client(roles=["any"])
+    item = (await client.action(ITEM + ".add", inputs={"name": "n"})).outputs["id"]
+    before = await snapshot(lab_host.database_url, ITEM, AUDIT)
+    for inputs in ({"qty": "lots"}, {"flag": "yes"}, {"name": None}):
+        result = await client.action(ITEM + ".finish", subject=item, inputs=inputs)
+        assert next(iter(inputs)) in assert_error(result, 400, "BadRequest")
+    assert await snapshot(lab_host.database_url, ITEM, AUDIT) == before
+    # A well-typed declared field is stamped and echoed; the state field is never an input.
+    done = await client.action(ITEM + ".finish", subject=item, inputs={"qty": 8, "status": "new"})
+    assert done.outputs["qty"] == 8 and done.outputs["status"] == "done"
+    view = (await client.projection(ITEM + ".detail", subject=item)).item
+    assert view is not None and (view["qty"], view["status"]) == (8, "done")
 
 
 # -- update ------------------------------------------------------------------------------------

@@ -70,14 +70,24 @@ ACTIONS: tuple[Action, ...] = (
         fqn=f"{INVOICE}.issue",
         entity=INVOICE,
         transition="issue",
+        stampable=(),
         roles=("clerk",),
         effect="billing.assign_number",
     ),
+    # No transition stamps inputs: the number the issue effect assigns stays the number.
     TransitionAction(
-        fqn=f"{INVOICE}.pay", entity=INVOICE, transition="pay", roles=("clerk", "accountant")
+        fqn=f"{INVOICE}.pay",
+        entity=INVOICE,
+        transition="pay",
+        stampable=(),
+        roles=("clerk", "accountant"),
     ),
     TransitionAction(
-        fqn=f"{INVOICE}.void", entity=INVOICE, transition="void", roles=("accountant",)
+        fqn=f"{INVOICE}.void",
+        entity=INVOICE,
+        transition="void",
+        stampable=(),
+        roles=("accountant",),
     ),
 )
 

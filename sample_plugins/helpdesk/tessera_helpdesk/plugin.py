@@ -88,9 +88,22 @@ ticket = Entity(
 
 
 # docs:start helpdesk-actions
-def _transition(name: str, roles: tuple[str, ...], **extra: tuple[str, ...]) -> TransitionAction:
+def _transition(
+    name: str,
+    roles: tuple[str, ...],
+    *,
+    stampable: tuple[str, ...] = (),
+    policies: tuple[str, ...] = (),
+) -> TransitionAction:
+    # Inputs stamp only what is named: by default a transition keeps its inputs in the
+    # audit record alone, so none can overwrite the requester or the assignee.
     return TransitionAction(
-        fqn=f"{TICKET}.{name}", entity=TICKET, transition=name, roles=roles, **extra
+        fqn=f"{TICKET}.{name}",
+        entity=TICKET,
+        transition=name,
+        stampable=stampable,
+        roles=roles,
+        policies=policies,
     )
 
 
@@ -104,7 +117,7 @@ ACTIONS: tuple[Action, ...] = (
     ),
     UpdateAction(fqn=f"{TICKET}.edit", entity=TICKET, patchable=EDITABLE, roles=("agent",)),
     _transition("start", ("agent",)),
-    _transition("resolve", ("agent",)),
+    _transition("resolve", ("agent",), stampable=("resolution",)),
     _transition("close", ("agent", "requester"), policies=("helpdesk.own_ticket",)),
     _transition("reopen", ("requester",), policies=("helpdesk.own_ticket",)),
     _transition("cancel", ("agent",)),
