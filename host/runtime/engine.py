@@ -14,15 +14,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-import sqlalchemy as sa
 from ulid import ULID
 
 from host import jsonio
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
-from host.runtime.rows import RowRenderer, all_columns, field_renderer
-from host.storage import Schema, Storage, TransientConflict, Tx
+from host.runtime.rows import RowRenderer, all_columns
+from host.storage import Schema, Statement, StatementFailed, Storage, TransientConflict, Tx, sql
 from host.values import coerce_default, coerce_write, now_db
 from plugin_api.definitions import (
     CreateAction,
@@ -50,6 +49,21 @@ from plugin_api.errors import (
 logger = logging.getLogger("tessera.runtime")
 
 Outputs = dict[str, Any]
+
+AUDIT_COLUMNS = (
+    "id",
+    "tenant_id",
+    "actor_id",
+    "roles",
+    "action",
+    "entity",
+    "subject_id",
+    "inputs",
+    "outputs",
+    "graph_hash",
+    "created_at",
+)
+"""Columns of an audit record, in the order :meth:`ActionRuntime._audit` passes them."""
 
 
 def new_ulid() -> str:
@@ -147,6 +161,13 @@ class ActionRuntime:
         self._subject_renderers = {
             fqn: RowRenderer(entity, all_columns(entity)) for fqn, entity in graph.entities.items()
         }
+        dialect = storage.dialect
+        self._subject_sql = {
+            fqn: sql.select_one(dialect, schema.entities[fqn].name, render.columns)
+            for fqn, render in self._subject_renderers.items()
+        }
+        audit = schema.audit
+        self._audit_sql = sql.insert(dialect, audit.name, AUDIT_COLUMNS)
 
     async def invoke(self, fqn: str, actor: Actor, body: Mapping[str, Any]) -> Outputs:
         """Run action ``fqn`` for ``actor`` with a decoded request body; return its outputs.
@@ -181,20 +202,19 @@ class ActionRuntime:
         values: dict[str, Any],
     ) -> Outputs:
         entity = action.entity
-        table = self._schema.entities[entity.fqn]
-        row = None
+        render = self._subject_renderers[entity.fqn]
+        row: dict[str, Any] | None = None
+        subject: dict[str, Any] | None = None
         if subject_id is not None:
-            row = await tx.fetch_one(
-                sa.select(table).where(
-                    table.c.tenant_id == actor.tenant_id, table.c.id == subject_id
-                )
-            )
-            if row is None:
+            found = await tx.rows(self._subject_sql[entity.fqn], (actor.tenant_id, subject_id))
+            if not found:
                 raise NotFound(f"No {entity.fqn} with id '{subject_id}' in this tenant")
+            row = dict(zip(render.columns, found[0], strict=True))
+            subject = render(found[0])
         ctx = InvocationContext(
             action=action,
             actor=actor,
-            subject=None if row is None else self._subject_renderers[entity.fqn](row),
+            subject=subject,
             inputs=inputs,
             tx=tx,
             storage=self._storage,
@@ -215,13 +235,35 @@ class ActionRuntime:
         version = new_ulid()
         if subject_id is None:
             record_id = new_ulid()
-            await self._insert(tx, entity, actor, ctx, record_id, version, now)
+            write = self._insert(entity, actor, ctx, record_id, version, now)
         else:
             assert row is not None
             record_id = subject_id
-            await self._update(tx, entity, actor, ctx, record_id, row["_version"], version, now)
-        outputs = self._outputs(action, ctx, record_id, version)
-        await self._audit(tx, action, actor, record_id, inputs, outputs, now)
+            write = self._update(entity, actor, ctx, record_id, row["_version"], version, now)
+        guarded = subject_id is not None
+        try:
+            outputs = self._outputs(action, ctx, record_id, version)
+            audit = self._audit(action, actor, record_id, inputs, outputs, now)
+        except Exception:
+            # Rare (a value that does not render or serialise): take the steps one by one so
+            # that the errors come in their usual order, a lost race first.
+            await self._write_row(tx, entity, record_id, write, guarded)
+            outputs = self._outputs(action, ctx, record_id, version)
+            try:
+                await tx.rows(*self._audit(action, actor, record_id, inputs, outputs, now))
+            except Exception as exc:
+                raise _audit_failed(action, record_id, exc) from exc
+            return outputs
+        # The row and its audit record in one batch, with the COMMIT (one round trip on
+        # SQLite); a guarded update that matches nothing stops it before the audit.
+        try:
+            results = await tx.batch((write, audit), commit=True, stop_on_empty=guarded)
+        except StatementFailed as failed:
+            if failed.index == 0:
+                raise failed.error from None
+            raise _audit_failed(action, record_id, failed.error) from failed.error
+        if guarded and not results[0]:
+            raise _lost_race(entity, record_id)
         return outputs
 
     # -- chain steps ----------------------------------------------------------------------
@@ -316,31 +358,25 @@ class ActionRuntime:
         finally:
             ctx.writable = False
 
-    async def _insert(
+    def _insert(
         self,
-        tx: Tx,
         entity: CompiledEntity,
         actor: Actor,
         ctx: InvocationContext,
         record_id: str,
         version: str,
         now: str,
-    ) -> None:
-        table = self._schema.entities[entity.fqn]
-        await tx.execute(
-            table.insert().values(
-                tenant_id=actor.tenant_id,
-                id=record_id,
-                created_at=now,
-                updated_at=now,
-                _version=version,
-                **ctx.pending,
-            )
+    ) -> Statement:
+        table = self._schema.entities[entity.fqn].name
+        pending = ctx.pending
+        columns = ("tenant_id", "id", "created_at", "updated_at", "_version", *pending)
+        return (
+            sql.insert(self._storage.dialect, table, columns),
+            (actor.tenant_id, record_id, now, now, version, *pending.values()),
         )
 
-    async def _update(
+    def _update(
         self,
-        tx: Tx,
         entity: CompiledEntity,
         actor: Actor,
         ctx: InvocationContext,
@@ -348,64 +384,71 @@ class ActionRuntime:
         read_version: str,
         version: str,
         now: str,
-    ) -> None:
-        table = self._schema.entities[entity.fqn]
-        written = await tx.fetch_one(
-            sa.update(table)
-            .where(
-                table.c.tenant_id == actor.tenant_id,
-                table.c.id == record_id,
-                table.c._version == read_version,
-            )
-            .values(updated_at=now, _version=version, **ctx.pending)
-            .returning(table.c._version)
+    ) -> Statement:
+        """The guarded ``UPDATE ... RETURNING``: no row back means a concurrent write won."""
+        table = self._schema.entities[entity.fqn].name
+        changes = {"updated_at": now, "_version": version, **ctx.pending}
+        return (
+            sql.guarded_update(self._storage.dialect, table, tuple(changes)),
+            (*changes.values(), actor.tenant_id, record_id, read_version),
         )
-        if written is None:
-            raise ConcurrencyConflict(
-                f"{entity.fqn} '{record_id}' was modified concurrently; read it again and retry"
-            )
+
+    @staticmethod
+    async def _write_row(
+        tx: Tx, entity: CompiledEntity, record_id: str, write: Statement, guarded: bool
+    ) -> None:
+        written = await tx.rows(*write)
+        if guarded and not written:
+            raise _lost_race(entity, record_id)
 
     def _outputs(
         self, action: CompiledAction, ctx: InvocationContext, record_id: str, version: str
     ) -> Outputs:
-        entity = action.entity
+        renderers = self._subject_renderers[action.entity.fqn].renderers
         pending = ctx.pending
         outputs: Outputs = {"id": record_id} if action.kind == "create" else {}
         for name in ctx.output_fields:
-            outputs[name] = field_renderer(entity, name)(pending[name])
+            outputs[name] = renderers[name](pending[name])
         if action.kind != "create":
             outputs["_version"] = version
         return outputs
 
-    async def _audit(
+    def _audit(
         self,
-        tx: Tx,
         action: CompiledAction,
         actor: Actor,
         record_id: str,
         inputs: Mapping[str, Any],
         outputs: Outputs,
         now: str,
-    ) -> None:
-        try:
-            await tx.execute(
-                self._schema.audit.insert().values(
-                    id=new_ulid(),
-                    tenant_id=actor.tenant_id,
-                    actor_id=actor.actor_id,
-                    roles=jsonio.dumps(sorted(actor.roles)).decode(),
-                    action=action.fqn,
-                    entity=action.entity.fqn,
-                    subject_id=record_id,
-                    inputs=jsonio.dumps(inputs).decode(),
-                    outputs=jsonio.dumps(outputs).decode(),
-                    graph_hash=self._graph.hash,
-                    created_at=now,
-                )
-            )
-        except Exception as exc:
-            logger.exception("audit record for %s on %s failed", action.fqn, record_id)
-            raise AuditEmissionFailed() from exc
+    ) -> Statement:
+        return (
+            self._audit_sql,
+            (
+                new_ulid(),
+                actor.tenant_id,
+                actor.actor_id,
+                jsonio.dumps(sorted(actor.roles)).decode(),
+                action.fqn,
+                action.entity.fqn,
+                record_id,
+                jsonio.dumps(inputs).decode(),
+                jsonio.dumps(outputs).decode(),
+                self._graph.hash,
+                now,
+            ),
+        )
+
+
+def _audit_failed(action: CompiledAction, record_id: str, exc: Exception) -> AuditEmissionFailed:
+    logger.error("audit record for %s on %s failed", action.fqn, record_id, exc_info=exc)
+    return AuditEmissionFailed()
+
+
+def _lost_race(entity: CompiledEntity, record_id: str) -> ConcurrencyConflict:
+    return ConcurrencyConflict(
+        f"{entity.fqn} '{record_id}' was modified concurrently; read it again and retry"
+    )
 
 
 def _stamp_value(entity: CompiledEntity, stamp: Stamp, actor: Actor, now: str) -> Any:

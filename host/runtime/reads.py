@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import sqlalchemy as sa
-
 from host.graph.model import CompiledProjection, Graph
 from host.runtime.rows import RowRenderer
-from host.storage import Schema, Storage
+from host.storage import Schema, Storage, sql
+
+LIST_ROWS_CHUNK = 1000
 
 
 def projection_columns(projection: CompiledProjection) -> tuple[str, ...]:
@@ -18,14 +18,16 @@ def projection_columns(projection: CompiledProjection) -> tuple[str, ...]:
 
 
 class _CompiledRead:
-    __slots__ = ("list_query", "one_query", "render")
+    """A projection's statements, written once (SQL text, see :mod:`host.storage.sql`)."""
 
-    def __init__(self, projection: CompiledProjection, table: sa.Table) -> None:
+    __slots__ = ("first_page", "next_page", "one", "render")
+
+    def __init__(self, projection: CompiledProjection, table: str, dialect: str) -> None:
         columns = projection_columns(projection)
         self.render = RowRenderer(projection.entity, columns)
-        selected = [table.c[name] for name in columns]
-        self.list_query = sa.select(*selected).order_by(table.c.id)
-        self.one_query = sa.select(*selected)
+        self.first_page = sql.select_page(dialect, table, columns, False)
+        self.next_page = sql.select_page(dialect, table, columns, True)
+        self.one = sql.select_one(dialect, table, columns)
 
 
 class ProjectionReader:
@@ -33,21 +35,22 @@ class ProjectionReader:
 
     def __init__(self, graph: Graph, storage: Storage, schema: Schema) -> None:
         self._storage = storage
-        self._schema = schema
         self._reads = {
-            fqn: _CompiledRead(projection, schema.entities[projection.entity.fqn])
+            fqn: _CompiledRead(
+                projection, schema.entities[projection.entity.fqn].name, storage.dialect
+            )
             for fqn, projection in graph.projections.items()
         }
 
     async def list_rows(
         self, projection: CompiledProjection, tenant_id: str
     ) -> list[dict[str, Any]]:
-        """Every row of the tenant, in id order."""
-        read = self._reads[projection.fqn]
-        table = self._schema.entities[projection.entity.fqn]
-        rows = await self._storage.fetch_all(read.list_query.where(table.c.tenant_id == tenant_id))
-        render = read.render
-        return [render(row) for row in rows]
+        """Every row of the tenant, in id order (in memory at once: for tests and tools)."""
+        return [
+            item
+            async for chunk in self.iter_chunks(projection, tenant_id, LIST_ROWS_CHUNK)
+            for item in chunk
+        ]
 
     async def iter_chunks(
         self, projection: CompiledProjection, tenant_id: str, chunk_size: int
@@ -56,24 +59,28 @@ class ProjectionReader:
         rows, all read from one snapshot (keyset pagination on the primary key), so a large
         list never has to be held in memory at once."""
         read = self._reads[projection.fqn]
-        table = self._schema.entities[projection.entity.fqn]
         render = read.render
-        query = read.list_query.where(table.c.tenant_id == tenant_id).limit(chunk_size)
+        # One statement is a consistent snapshot by itself: a list that fits in one chunk
+        # (the common case) needs no read transaction. One row more than a chunk tells
+        # whether it fits; if not, everything is read again from one snapshot.
+        rows = await self._storage.rows(read.first_page, (tenant_id, chunk_size + 1))
+        if len(rows) <= chunk_size:
+            if rows:
+                yield [render(row) for row in rows]
+            return
+        del rows
         async with self._storage.read_snapshot() as snapshot:
-            rows = await snapshot.fetch_all(query)
+            rows = await snapshot.rows(read.first_page, (tenant_id, chunk_size))
             while rows:
                 yield [render(row) for row in rows]
                 if len(rows) < chunk_size:
                     return
-                rows = await snapshot.fetch_all(query.where(table.c.id > rows[-1]["id"]))
+                rows = await snapshot.rows(read.next_page, (tenant_id, rows[-1][0], chunk_size))
 
     async def get_row(
         self, projection: CompiledProjection, tenant_id: str, subject_id: str
     ) -> dict[str, Any] | None:
         """The row ``subject_id`` of the tenant, or ``None``."""
         read = self._reads[projection.fqn]
-        table = self._schema.entities[projection.entity.fqn]
-        row = await self._storage.fetch_one(
-            read.one_query.where(table.c.tenant_id == tenant_id, table.c.id == subject_id)
-        )
-        return None if row is None else read.render(row)
+        rows = await self._storage.rows(read.one, (tenant_id, subject_id))
+        return read.render(rows[0]) if rows else None

@@ -3,35 +3,83 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from operator import itemgetter
+from typing import Any, Final
 
 from host.graph.model import CompiledEntity
-from host.values import render, render_system
-from plugin_api.definitions import SYSTEM_FIELDS
+from host.values import render, render_datetime, render_system
+from plugin_api.definitions import SYSTEM_FIELDS, FieldType
 
 Renderer = Callable[[Any], Any]
+
+_TEXT_TYPES: Final = frozenset({FieldType.STRING.value, FieldType.ENUM.value})
+_TEXT_SYSTEM: Final = frozenset({"id", "tenant_id", "_version"})
+_DATETIME_SYSTEM: Final = frozenset({"created_at", "updated_at"})
+_AS_STORED: Final = frozenset({str, type(None)})
+"""Types a text column's value is rendered as, unchanged."""
 
 
 def field_renderer(entity: CompiledEntity, name: str) -> Renderer:
     """The function turning the stored value of column ``name`` into its read shape."""
+    if name in _DATETIME_SYSTEM:
+        return render_datetime
     if name in SYSTEM_FIELDS:
         return lambda value: render_system(name, value)
     field = entity.fields[name]
-    field_type, currency = field.type.value, field.currency
+    field_type, currency = _type_name(field.type), field.currency
+    if field_type == FieldType.DATETIME.value:
+        return render_datetime
     return lambda value: render(field_type, value, currency)
 
 
-class RowRenderer:
-    """Renders rows of one entity restricted to (and ordered as) a list of columns."""
+def _type_name(field_type: object) -> str:
+    return field_type.value if isinstance(field_type, FieldType) else str(field_type)
 
-    __slots__ = ("_pairs", "columns")
+
+def _is_text(entity: CompiledEntity, name: str) -> bool:
+    """Whether column ``name`` renders as text: a ``str`` (or null) is shown as stored."""
+    if name in SYSTEM_FIELDS:
+        return name in _TEXT_SYSTEM
+    return _type_name(entity.fields[name].type) in _TEXT_TYPES
+
+
+def _getter(indexes: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    if len(indexes) == 1:
+        (index,) = indexes
+        return lambda row: (row[index],)
+    return itemgetter(*indexes)
+
+
+class RowRenderer:
+    """Renders rows of one entity restricted to (and ordered as) a list of columns.
+
+    A row is the driver's positional row (values in ``columns`` order). Text columns holding
+    text, the common case, are copied as they are; only the other columns (datetimes,
+    money, booleans, integers) go through a renderer."""
+
+    __slots__ = ("_converted", "_text", "_text_at", "columns", "renderers")
 
     def __init__(self, entity: CompiledEntity, columns: Sequence[str]) -> None:
         self.columns: tuple[str, ...] = tuple(columns)
-        self._pairs = tuple((name, field_renderer(entity, name)) for name in self.columns)
+        self.renderers: Mapping[str, Renderer] = {
+            name: field_renderer(entity, name) for name in self.columns
+        }
+        text = [i for i, name in enumerate(self.columns) if _is_text(entity, name)]
+        self._text_at = tuple((i, self.columns[i]) for i in text)
+        self._text = _getter(text) if text else None
+        self._converted = tuple(
+            (name, i, self.renderers[name]) for i, name in enumerate(self.columns) if i not in text
+        )
 
-    def __call__(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        return {name: fn(row[name]) for name, fn in self._pairs}
+    def __call__(self, row: Sequence[Any]) -> dict[str, Any]:
+        item = dict(zip(self.columns, row, strict=True))
+        text = self._text
+        if text is not None and not _AS_STORED.issuperset(map(type, text(row))):
+            for i, name in self._text_at:
+                item[name] = self.renderers[name](row[i])
+        for name, i, fn in self._converted:
+            item[name] = fn(row[i])
+        return item
 
 
 def all_columns(entity: CompiledEntity) -> tuple[str, ...]:

@@ -1,6 +1,19 @@
 """Storage behind one small interface: schema, units of work, reads."""
 
-from host.storage.database import Row, Storage, StorageError, TransientConflict, Tx
+from host.storage import sql
+from host.storage.database import Storage, StorageError, TransientConflict
 from host.storage.schema import Schema, build_schema
+from host.storage.tx import Row, Statement, StatementFailed, Tx
 
-__all__ = ["Row", "Schema", "Storage", "StorageError", "TransientConflict", "Tx", "build_schema"]
+__all__ = [
+    "Row",
+    "Schema",
+    "Statement",
+    "StatementFailed",
+    "Storage",
+    "StorageError",
+    "TransientConflict",
+    "Tx",
+    "build_schema",
+    "sql",
+]

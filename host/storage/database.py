@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -32,9 +32,12 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 
 from host.config import Settings
 from host.storage.schema import Schema
+from host.storage.sql import Sql
+from host.storage.tx import Row, Tx, matches_nothing
+
+__all__ = ["Row", "Storage", "StorageError", "TransientConflict", "Tx"]
 
 T = TypeVar("T")
-Row = Mapping[str, Any]
 
 logger = logging.getLogger("tessera.storage")
 
@@ -48,49 +51,6 @@ class StorageError(Exception):
 
 class TransientConflict(StorageError):
     """The database aborted the transaction because of a concurrent one (retryable)."""
-
-
-def _matches_nothing(exc: BaseException) -> bool:
-    """PostgreSQL refused a parameter it cannot represent (SQLSTATE 22021: a NUL character
-    in a text value, e.g. a subject id ``"a\\x00b"`` from a query string). No stored text
-    contains one, so a read filtering on it matches nothing: answer as SQLite does (no row)
-    instead of failing with a 500. Stored values never get here (the write path refuses NUL
-    with a 400). Inside a unit of work the transaction is aborted by then; the runtime's
-    subject lookup raises ``NotFound`` at once, which rolls it back."""
-    return getattr(exc, "sqlstate", None) == "22021"
-
-
-class Tx:
-    """Runs statements on the connection of one unit of work (the plugins' QueryHandle)."""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    async def fetch_one(self, query: Any, values: Mapping[str, Any] | None = None) -> Row | None:
-        try:
-            record = await self._conn.fetch_one(query, dict(values) if values else None)
-        except Exception as exc:
-            if _matches_nothing(exc):
-                return None
-            raise
-        return None if record is None else record._mapping
-
-    async def fetch_all(self, query: Any, values: Mapping[str, Any] | None = None) -> list[Row]:
-        try:
-            records = await self._conn.fetch_all(query, dict(values) if values else None)
-        except Exception as exc:
-            if _matches_nothing(exc):
-                return []
-            raise
-        return [record._mapping for record in records]
-
-    async def fetch_val(self, query: Any) -> Any:
-        return await self._conn.fetch_val(query)
-
-    async def execute(self, query: Any, values: Mapping[str, Any] | None = None) -> None:
-        await self._conn.execute(query, dict(values) if values else None)
 
 
 class Storage:
@@ -208,19 +168,25 @@ class Storage:
         assert self._writer is not None, "storage is not connected"
         conn = self._writer
         async with self._write_lock:
-            await conn.execute("BEGIN IMMEDIATE")
+            # BEGIN IMMEDIATE goes with the first statement (see ``Tx``) and the COMMIT with
+            # the last when the work asks for it: a create is one round trip to the thread.
+            tx = Tx(conn, sqlite=True, begin="BEGIN IMMEDIATE")
             try:
-                result = await work(Tx(conn))
-                await conn.execute("COMMIT")
+                result = await work(tx)
+                if tx.commit_error is not None:
+                    raise tx.commit_error
+                if tx.begun and not tx.committed:
+                    await Tx(conn, sqlite=True).rows("COMMIT")
             except BaseException:
-                await self._rollback_sqlite(conn)
+                if tx.begun and not tx.committed:
+                    await self._rollback_sqlite(conn)
                 raise
             return result
 
     @staticmethod
     async def _rollback_sqlite(conn: Connection) -> None:
         try:
-            await conn.execute("ROLLBACK")
+            await Tx(conn, sqlite=True).rows("ROLLBACK")
         except Exception:
             # Nothing to roll back (the failure was BEGIN or a COMMIT that already ended
             # the transaction): the connection is usable as it is.
@@ -228,7 +194,7 @@ class Storage:
 
     async def _run_postgresql(self, work: Callable[[Tx], Awaitable[T]]) -> T:
         async with self._db.connection() as conn, conn.transaction():
-            return await work(Tx(conn))
+            return await work(Tx(conn, sqlite=False))
 
     @staticmethod
     def _is_transient(exc: BaseException) -> bool:
@@ -246,9 +212,10 @@ class Storage:
         if self.dialect == "sqlite":
             conn = await self._readers.get()
             try:
-                await conn.execute("BEGIN")
+                snapshot = Tx(conn, sqlite=True)
+                await snapshot.rows("BEGIN")
                 try:
-                    yield Tx(conn)
+                    yield snapshot
                 finally:
                     # Shielded: a client that goes away mid-stream must not leave the
                     # reader inside a transaction.
@@ -260,7 +227,7 @@ class Storage:
                 self._db.connection() as conn,
                 conn.transaction(isolation="repeatable_read", readonly=True),
             ):
-                yield Tx(conn)
+                yield Tx(conn, sqlite=False)
 
     async def fetch_all(self, query: Any) -> Sequence[Row]:
         """Run a read-only query outside any unit of work."""
@@ -274,7 +241,7 @@ class Storage:
             try:
                 records = await self._db.fetch_all(query)
             except Exception as exc:
-                if _matches_nothing(exc):
+                if matches_nothing(exc):
                     return []
                 raise
         return [record._mapping for record in records]
@@ -283,6 +250,17 @@ class Storage:
         """Run a read-only query for one row."""
         rows = await self.fetch_all(query)
         return rows[0] if rows else None
+
+    async def rows(self, sql: Sql, args: Sequence[Any] = ()) -> Sequence[Sequence[Any]]:
+        """:meth:`Tx.rows` outside any unit of work (one read-only statement)."""
+        if self.dialect == "sqlite":
+            conn = await self._readers.get()
+            try:
+                return await Tx(conn, sqlite=True).rows(sql, args)
+            finally:
+                self._readers.put_nowait(conn)
+        async with self._db.connection() as pooled:
+            return await Tx(pooled, sqlite=False).rows(sql, args)
 
     # -- dialect-specific statements ------------------------------------------------------
 

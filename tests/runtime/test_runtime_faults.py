@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from host.runtime.engine import ActionRuntime
 from plugin_api import (
     SYSTEM_FIELDS,
     ActionContext,
@@ -111,6 +112,30 @@ async def test_audit_failure_rolls_back_every_kind_of_action(host: Host) -> None
     started = await agent.action(TICKET + ".start", subject=ticket)
     assert started.outputs["state"] == "in_progress"
     assert len((await snapshot(url, AUDIT))[AUDIT]) == len(before[AUDIT]) + 2
+
+
+async def test_audit_record_that_cannot_be_built_rolls_back(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime sends the row and its audit record together; if the audit record cannot
+    even be built, it falls back to one statement at a time and still rolls everything back."""
+    url = host.database_url
+    agent = host.client(actor="alice", roles=["agent"])
+    ticket = (await agent.action(TICKET + ".create", inputs={"title": "T"})).outputs["id"]
+    before = await snapshot(url, TICKET, AUDIT)
+
+    def unbuildable(*args: object) -> None:
+        raise ValueError(SECRET)
+
+    monkeypatch.setattr(ActionRuntime, "_audit", unbuildable)
+    for fqn, subject, inputs in (
+        (TICKET + ".create", None, {"title": "Never stored"}),
+        (TICKET + ".edit", ticket, {"title": "Never changed"}),
+        (TICKET + ".start", ticket, {}),
+    ):
+        result = await agent.action(fqn, subject=subject, inputs=inputs)
+        assert SECRET not in assert_error(result, 500, "AuditEmissionFailed")
+        assert await snapshot(url, TICKET, AUDIT) == before, fqn
 
 
 # -- (b) an effect raising an arbitrary exception --------------------------------------------

@@ -1,6 +1,6 @@
-"""Per-action statement counts, read from the ``databases`` logger (one "Query: ..." record
-per statement sent). They are small constants: independent of the number of fields written
-and of the number of rows in the table."""
+"""Per-action statement counts, read from the ``databases`` and ``tessera.sql`` loggers (one
+"Query: ..." record per statement sent). They are small constants: independent of the number
+of fields written and of the number of rows in the table."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from ._support import INVOICE, TICKET, is_postgres
 # SQLite: BEGIN IMMEDIATE and COMMIT go through the same connection and are counted;
 # PostgreSQL: asyncpg's transaction object issues them without a "Query:" record.
 FRAME = 0 if is_postgres() else 2
+LOGGERS = ("databases", "tessera.sql")
 EXPECTED = {
     "create": FRAME + 2,  # INSERT row, INSERT audit
     "transition": FRAME + 3,  # SELECT subject, UPDATE ... RETURNING, INSERT audit
     "update": FRAME + 3,
     "issue": FRAME + 4,  # + the sequence upsert of the custom effect
-    # A list projection reads in keyset chunks of ``list_chunk_rows`` (1000) rows from one
-    # read snapshot: BEGIN + SELECT + ROLLBACK on SQLite's reader connection.
-    "list projection": FRAME + 1,
+    # A list that fits in one chunk of ``list_chunk_rows`` (1000) rows is one SELECT (it is
+    # its own snapshot); a longer one is read in keyset chunks inside a read transaction.
+    "list projection": 1,
     "detail projection": 1,
 }
 
@@ -45,12 +46,15 @@ class Recorder:
 
     async def __call__(self, call: Callable[[], Awaitable[Result]]) -> tuple[Result, list[str]]:
         self._caplog.clear()
-        with self._caplog.at_level(logging.DEBUG, logger="databases"):
+        with (
+            self._caplog.at_level(logging.DEBUG, logger="databases"),
+            self._caplog.at_level(logging.DEBUG, logger="tessera.sql"),
+        ):
             result = await call()
         queries = [
             record.getMessage()
             for record in self._caplog.records
-            if record.name == "databases" and str(record.msg).startswith("Query:")
+            if record.name in LOGGERS and str(record.msg).startswith("Query:")
         ]
         return result, queries
 
