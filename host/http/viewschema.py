@@ -85,7 +85,7 @@ def action_descriptor(
 class ViewSchemaTemplate:
     """The parts of a projection's ViewSchema that do not depend on the request."""
 
-    __slots__ = ("fields", "list_actions", "projection")
+    __slots__ = ("_detail_actions", "fields", "list_actions", "projection")
 
     def __init__(self, projection: CompiledProjection) -> None:
         self.projection = projection
@@ -99,6 +99,17 @@ class ViewSchemaTemplate:
         self.list_actions = [
             action_descriptor(action, None, detail=False) for action in projection.actions
         ]
+        # A detail render differs only by the ``initialValues`` of update actions: keep each
+        # descriptor with the names of those values (``None`` when there are none).
+        self._detail_actions = tuple(
+            (
+                descriptor,
+                tuple(field.name for field in action.input_fields)
+                if action.kind == "update"
+                else None,
+            )
+            for action, descriptor in zip(projection.actions, self.list_actions, strict=True)
+        )
 
     def _document(self, tenant: str, generated_at: str) -> dict[str, Any]:
         return {
@@ -159,7 +170,15 @@ class ViewSchemaTemplate:
         """The detail shape ``{"item": row | null}``, with ``initialValues`` on updates."""
         document = self._document(tenant, generated_at)
         document["actions"] = [
-            action_descriptor(action, item, detail=True) for action in self.projection.actions
+            descriptor
+            if initial is None
+            else {
+                **descriptor,
+                "initialValues": {
+                    name: (item.get(name) if item is not None else None) for name in initial
+                },
+            }
+            for descriptor, initial in self._detail_actions
         ]
         document["filters"] = []
         document["data"] = {"item": item}
