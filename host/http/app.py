@@ -110,14 +110,17 @@ def create_app(
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:
+        # The body is read before anything can refuse the request: an answer sent while
+        # the body is still arriving makes Hypercorn drop the keep-alive connection after
+        # it, and the client's next request on that connection fails.
+        raw = await request.get_data(cache=False, as_text=False)
+        assert isinstance(raw, bytes)
         headers = request.headers
         actor = resolve_actor(
             headers.getlist("X-Tenant-ID"),
             headers.getlist("X-Actor-Id"),
             headers.getlist("X-Actor-Roles"),
         )
-        raw = await request.get_data(cache=False, as_text=False)
-        assert isinstance(raw, bytes)
         body = jsonio.loads_object(raw)
         outputs = await service().runtime.invoke(fqn, actor, body)
         return json_response({"ok": True, "outputs": outputs})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +55,60 @@ def test_two_processes_report_the_same_graph_hash(tmp_path: Path, reset_database
         hash_a = a.get("/api/_health").json()["graphHash"]
         hash_b = b.get("/api/_health").json()["graphHash"]
         assert hash_a == hash_b
+
+
+def _read_response(sock: socket.socket) -> tuple[int, bytes]:
+    """Read one HTTP/1.1 response (status, body) from ``sock``; (0, b"") on end of stream."""
+    buffered = b""
+    while b"\r\n\r\n" not in buffered:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return 0, b""
+        buffered += chunk
+    head, _, body = buffered.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    length = next(
+        int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:")
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return 0, b""
+        body += chunk
+    assert len(body) == length, "no pipelined bytes expected"
+    return int(lines[0].split()[1]), body
+
+
+@pytest.mark.parametrize(
+    "identity",
+    [
+        "X-Actor-Roles: agent\r\n",  # no X-Tenant-ID
+        "X-Tenant-ID: t1\r\nX-Actor-Id: a\r\nX-Actor-Id: b\r\n",  # duplicated actor
+    ],
+)
+def test_a_refused_action_keeps_the_connection_usable(
+    tmp_path: Path, reset_database: str, identity: str
+) -> None:
+    """A request refused for its headers is answered after its body has arrived, so the
+    keep-alive connection serves the next request (it used to be dropped when the answer
+    went out before the body came in)."""
+    body = json.dumps({"subject": None, "inputs": {"title": "x"}}).encode()
+    head = (
+        "POST /api/actions/helpdesk.ticket.create HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Type: application/json\r\n{identity}Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with run_server(tmp_path, database=reset_database) as server:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(head)
+            time.sleep(0.5)  # room for an early answer: the body is not there yet
+            sock.sendall(body + b"GET /api/_health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            status, refused = _read_response(sock)
+            assert status == 400, refused
+            assert json.loads(refused)["error"]["kind"] == "BadRequest"
+            status, health = _read_response(sock)
+            assert status == 200, "the connection was closed after the refused request"
+            assert json.loads(health)["ok"] is True
 
 
 def test_bad_configuration_refuses_to_start(tmp_path: Path) -> None:
