@@ -247,6 +247,15 @@ async def query(
     return [dict(row._mapping) for row in rows]
 
 
+async def table_names(url: str) -> list[str]:
+    """The tables of the database (PostgreSQL: of the ``public`` schema), sorted."""
+    if BACKEND == "postgresql":
+        sql = "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'"
+    else:
+        sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    return sorted(row["name"] for row in await query(url, sql))
+
+
 async def audit_rows(url: str) -> list[dict[str, Any]]:
     """Every audit record in commit order, with ``inputs``/``outputs`` decoded."""
     rows = await query(url, f"SELECT * FROM {AUDIT_TABLE} ORDER BY seq")
@@ -283,11 +292,14 @@ async def list_items(
 
 
 @pytest.fixture
-def figures(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """A dict the test fills with its figures; collected under the test's id and backend."""
+def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """A dict the test fills with its figures; collected under the test's id and backend,
+    with the test's wall time (``seconds``, server start-up included)."""
     record: dict[str, Any] = {"backend": BACKEND}
     _FIGURES[f"{request.node.nodeid} [{BACKEND}]"] = record
-    return record
+    started = time.monotonic()
+    yield record
+    record["seconds"] = round(time.monotonic() - started, 1)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

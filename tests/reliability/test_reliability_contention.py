@@ -132,13 +132,14 @@ async def test_two_hundred_concurrent_updates_over_ten_rows(
         assert sorted(o["_version"] for o in trail) == sorted(successes[ticket])
         for outputs in trail:
             assert outputs == successes[ticket][outputs["_version"]]
+        # Optimistic locking refuses stale writers, it never starves a row: of the 20
+        # writers of each row at least one commits.
+        assert trail, f"no write of {ticket} committed"
         # The row holds the last committed write (the audit's commit order) of that row.
         row = rows[ticket]
-        last = trail[-1] if trail else None
-        if last is None:
-            assert row["title"].startswith("row ")
-        else:
-            assert {k: row[k] for k in last} == last, (row, last)
+        last = trail[-1]
+        assert {k: row[k] for k in last} == last, (row, last)
+        assert row["title"] == f"write {last['estimate_hours']}", row
     figures.update(
         requests_sent=len(writes),
         successes=len(writes) - conflicts,

@@ -82,6 +82,25 @@ async def run_sequence(base_url: str, steps: list[dict[str, Any]], tally: dict[s
     n = next(_examples)
     model = Model([f"iso{n}", f"ISO{n}", f"iso{n}%"])
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+        # One ticket and one invoice per tenant to start with, so that a step aimed at
+        # another tenant's row has a row to aim at from the first step on.
+        for tenant in model.tenants:
+            headers = identity(tenant, "iso", ["agent", "requester", "clerk"])
+            marker = f"<{tenant}>#seed"
+            amount = {"amount": "10.00", "currency": "USD"}
+            for entity, inputs in (
+                (TICKET, {"title": marker}),
+                (INVOICE, {"customer": marker, "amount": amount}),
+            ):
+                response = await client.post(
+                    f"/actions/{entity}.create",
+                    json={"subject": None, "inputs": inputs},
+                    headers=headers,
+                )
+                assert response.status_code == 200, response.text
+                model.rows[tenant][entity].append(response.json()["outputs"]["id"])
+                tally["requests"] += 1
+            model.markers[tenant].append(marker)
         for tenant in model.tenants:
             model.snapshots[tenant] = await snapshot(client, tenant)
         for s in steps:
@@ -159,6 +178,8 @@ async def run_step(
             assert item is None, item
     tally["steps"] += 1
     tally["requests"] += 1
+    status = f"status_{response.status_code}"
+    tally[status] = tally.get(status, 0) + 1
     text = response.text
     for secret in model.secrets_of_others(actor):
         if secret not in sent_ids:
@@ -190,4 +211,6 @@ def test_random_action_sequences_never_cross_tenants(
         asyncio.run(run_sequence(host.base_url + "/api", steps, tally))
 
     check()
-    figures.update(tally, leaks=0, foreign_rows_changed=0)
+    assert tally["cross_tenant_attempts"] > 0
+    statuses = {k[7:]: tally.pop(k) for k in sorted(tally) if k.startswith("status_")}
+    figures.update(tally, step_statuses=statuses, leaks=0, foreign_rows_changed=0)

@@ -16,22 +16,12 @@ import pytest
 
 from plugin_api.testing import reset_postgres
 
-from .conftest import AUDIT_TABLE, BACKEND, PREFIX, TICKET_TABLE, HostProcess, query
+from .conftest import AUDIT_TABLE, BACKEND, PREFIX, TICKET_TABLE, HostProcess, table_names
 
 pytestmark = [pytest.mark.reliability, pytest.mark.slow]
 
 PROCESSES = 4
 ROUNDS = 2
-
-
-async def _tables(url: str) -> list[str]:
-    if BACKEND == "postgresql":
-        rows = await query(
-            url, "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'"
-        )
-    else:
-        rows = await query(url, "SELECT name FROM sqlite_master WHERE type = 'table'")
-    return sorted(row["name"] for row in rows)
 
 
 async def test_four_processes_start_at_once_on_a_fresh_database(
@@ -63,7 +53,7 @@ async def test_four_processes_start_at_once_on_a_fresh_database(
         finally:
             for host in hosts:
                 host.stop()
-        tables = await _tables(database)
+        tables = await table_names(database)
         assert AUDIT_TABLE in tables and TICKET_TABLE in tables, tables
         assert len(tables) == len(set(tables))
     figures["graph_hash"] = hashes.pop()[:12]
