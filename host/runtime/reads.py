@@ -66,13 +66,13 @@ class ProjectionReader:
         rows = await self._storage.rows(read.first_page, (tenant_id, chunk_size + 1))
         if len(rows) <= chunk_size:
             if rows:
-                yield [render(row) for row in rows]
+                yield render.many(rows)
             return
         del rows
         async with self._storage.read_snapshot() as snapshot:
             rows = await snapshot.rows(read.first_page, (tenant_id, chunk_size))
             while rows:
-                yield [render(row) for row in rows]
+                yield render.many(rows)
                 if len(rows) < chunk_size:
                     return
                 rows = await snapshot.rows(read.next_page, (tenant_id, rows[-1][0], chunk_size))

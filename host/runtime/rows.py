@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Final
 
@@ -72,14 +72,23 @@ class RowRenderer:
         )
 
     def __call__(self, row: Sequence[Any]) -> dict[str, Any]:
-        item = dict(zip(self.columns, row, strict=True))
-        text = self._text
-        if text is not None and not _AS_STORED.issuperset(map(type, text(row))):
-            for i, name in self._text_at:
-                item[name] = self.renderers[name](row[i])
-        for name, i, fn in self._converted:
-            item[name] = fn(row[i])
-        return item
+        return self.many((row,))[0]
+
+    def many(self, rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+        """Render every row (one call per list: the per-row work is all inline)."""
+        columns, text, converted = self.columns, self._text, self._converted
+        as_stored = _AS_STORED.issuperset
+        items: list[dict[str, Any]] = []
+        append = items.append
+        for row in rows:
+            item = dict(zip(columns, row, strict=False))  # the row has exactly these columns
+            if text is not None and not as_stored(map(type, text(row))):
+                for i, name in self._text_at:
+                    item[name] = self.renderers[name](row[i])
+            for name, i, fn in converted:
+                item[name] = fn(row[i])
+            append(item)
+        return items
 
 
 def all_columns(entity: CompiledEntity) -> tuple[str, ...]:
