@@ -34,6 +34,14 @@ access_logger = logging.getLogger("tessera.access")
 logger = logging.getLogger("tessera.http")
 
 
+def _has_body(scope: Scope) -> bool:
+    """Whether the request announces a body (a non-zero length, or chunked)."""
+    for key, value in scope.get("headers", ()):
+        if key == b"transfer-encoding" or (key == b"content-length" and value.strip() != b"0"):
+            return True
+    return False
+
+
 def _header(scope: Scope, name: bytes) -> str:
     for key, value in scope.get("headers", ()):
         if key == name:
@@ -58,6 +66,14 @@ class CorsMiddleware:
         status = 0
         response_started = False
         id_header = (b"x-request-id", request_id.encode())
+        body_read = not _has_body(scope)
+
+        async def receive_tracking() -> Message:
+            nonlocal body_read
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_read = True
+            return message
 
         async def send_with_cors(message: Message) -> None:
             nonlocal status, response_started
@@ -68,6 +84,10 @@ class CorsMiddleware:
                     (k, v) for k, v in message.get("headers", ()) if k.lower() not in _CORS_NAMES
                 ]
                 message["headers"] = [*headers, *CORS_HEADERS, id_header]
+                if not body_read:
+                    # Answered before the body was read (404, 405, 413, ...): the server
+                    # cannot reuse the connection, so say so rather than drop it silently.
+                    message["headers"].append((b"connection", b"close"))
             await send(message)
 
         try:
@@ -77,7 +97,7 @@ class CorsMiddleware:
                     {"type": "http.response.body", "body": b"", "more_body": False}
                 )
             else:
-                await self._app(scope, receive, send_with_cors)
+                await self._app(scope, receive_tracking, send_with_cors)
         except Exception:
             logger.exception("unhandled error (request id %s)", request_id)
             if response_started:

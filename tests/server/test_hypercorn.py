@@ -111,6 +111,48 @@ def test_a_refused_action_keeps_the_connection_usable(
             assert json.loads(health)["ok"] is True
 
 
+@pytest.mark.parametrize(
+    ("path", "length", "status"),
+    [
+        ("/api/nowhere", 20, 404),  # unknown route
+        ("/api/_health", 20, 405),  # wrong method
+        ("/api/actions/helpdesk.ticket.create", 2_000_000, 413),  # announced too large
+    ],
+)
+def test_an_answer_before_the_body_says_connection_close(
+    tmp_path: Path, reset_database: str, path: str, length: int, status: int
+) -> None:
+    """Answered without reading the body, the server cannot reuse the connection: the
+    response says ``Connection: close`` (a client then opens a new one) instead of the
+    connection being dropped silently under the client's next request."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Tenant-ID: t1\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+    with run_server(tmp_path, database=reset_database) as server:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(head)  # and never the body
+            received = b""
+            while chunk := sock.recv(65536):  # the server closes after the answer
+                received += chunk
+        answer, _, body = received.partition(b"\r\n\r\n")
+        lines = answer.decode("latin-1").split("\r\n")
+        assert int(lines[0].split()[1]) == status, received
+        headers = {
+            k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])
+        }
+        assert headers.get("connection", "").lower() == "close", headers
+        assert headers["access-control-allow-origin"] == "*"
+        assert json.loads(body)["ok"] is False
+
+        # A request whose body was read keeps its keep-alive connection.
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(b"GET /api/_health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2)
+            assert _read_response(sock)[0] == 200
+            assert _read_response(sock)[0] == 200
+
+
 def test_bad_configuration_refuses_to_start(tmp_path: Path) -> None:
     with (
         pytest.raises(AssertionError, match="unsupported scheme"),
