@@ -20,18 +20,27 @@ Fixtures:
 
 * ``tessera`` -- a :class:`TesseraHarness`: ``await tessera.start(...)`` boots a host.
 * ``tessera_database_url`` -- the database of the test: a SQLite file in ``tmp_path`` or, when
-  ``TESSERA_TEST_BACKEND=postgresql``, the PostgreSQL database of
-  ``TESSERA_TEST_POSTGRES_URL`` with an emptied ``public`` schema.
+  ``TESSERA_TEST_BACKEND=postgresql``, a PostgreSQL database with an emptied ``public`` schema.
+
+With ``TESSERA_TEST_BACKEND=postgresql`` each pytest session creates a database of its own
+next to the one ``TESSERA_TEST_POSTGRES_URL`` names (``tessera_test_<pid>_<random>``), points
+``TESSERA_TEST_POSTGRES_URL`` at it for the session and its subprocesses, and drops it at the
+end, so sessions running at the same time never empty each other's tables. If the role may not
+create databases, the session uses the named database itself (and says so on stderr).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import secrets
+import sys
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -233,6 +242,50 @@ class TesseraHarness:
         app = create_app(config, extra_plugins=extra, entry_points=entry_points)
         test_app: Any = await self._stack.enter_async_context(app.test_app())  # type: ignore[arg-type]
         return Host(app, test_app.test_client(), config.api_prefix, self.database_url)
+
+
+_PRIVATE_DATABASE = pytest.StashKey[tuple[str, str]]()
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+async def _admin(url: str, statement: str) -> None:
+    from databases import Database
+
+    async with Database(url, min_size=1, max_size=1) as db:
+        await db.execute(statement)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """With the PostgreSQL backend, give this session a database of its own (see above)."""
+    if os.environ.get("TESSERA_TEST_BACKEND") != "postgresql":
+        return
+    base = os.environ.get("TESSERA_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    name = f"tessera_test_{os.getpid()}_{secrets.token_hex(3)}"
+    try:
+        asyncio.run(_admin(base, f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # no CREATEDB privilege, server down: the named database it is
+        sys.stderr.write(f"tessera: using {base} itself, no private database ({exc})\n")
+        return
+    os.environ["TESSERA_TEST_POSTGRES_URL"] = _with_database(base, name)
+    early_config.stash[_PRIVATE_DATABASE] = (base, name)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Drop the session's private PostgreSQL database."""
+    private = config.stash.get(_PRIVATE_DATABASE, None)
+    if private is None:
+        return
+    base, name = private
+    os.environ["TESSERA_TEST_POSTGRES_URL"] = base
+    try:
+        asyncio.run(_admin(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    except Exception as exc:
+        sys.stderr.write(f"tessera: could not drop the test database {name}: {exc}\n")
 
 
 async def reset_postgres(url: str) -> None:
