@@ -18,10 +18,11 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 
 from host.graph.model import Graph
+from host.storage import sql
 from host.storage.convert import Unconvertible, convert_value
 from host.storage.database import Storage, Tx
 from host.storage.dialect import EvolutionDialect
-from host.storage.evolution import build_plan, page_values
+from host.storage.evolution import SCAN_PAGE, build_plan, page_values
 from host.storage.history import create_history, record_graph
 from host.storage.plan import (
     Backfill,
@@ -33,7 +34,7 @@ from host.storage.plan import (
     table_clause,
 )
 from host.storage.schema import Schema
-from host.values import column_type
+from host.storage.tx import Statement as SqlStatement
 
 __all__ = ["Evolution", "apply", "plan_only", "startup_evolution"]
 
@@ -46,7 +47,7 @@ def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-async def _run(tx: Tx, operation: Operation) -> None:
+async def _run(tx: Tx, operation: Operation, dialect: str) -> None:
     if isinstance(operation, Statement):
         await tx.execute(sa.text(operation.sql))
     elif isinstance(operation, Backfill):
@@ -56,28 +57,26 @@ async def _run(tx: Tx, operation: Operation) -> None:
             update = update.where(table.c[operation.column].is_(None))
         await tx.execute(update)
     else:
-        await _convert(tx, operation)
+        await _convert(tx, operation, dialect)
 
 
-async def _convert(tx: Tx, op: Convert) -> None:
-    t = sa.table(
-        op.table,
-        sa.column("tenant_id"),
-        sa.column("id"),
-        sa.column(op.column, column_type(op.field)),
-    )
-    # Read every page of the moved-aside column before writing: the pages are keyed, so
-    # writes to the new column cannot disturb them.
+async def _convert(tx: Tx, op: Convert, dialect: str) -> None:
+    # The pages are keyed on (tenant_id, id) and read the moved-aside column, so writing the
+    # new column as they go cannot disturb them. The converted values of a page are written
+    # as one batch of keyed UPDATEs (one round trip to SQLite's thread per page).
+    update = sql.set_by_key(dialect, op.table, op.column)
+    pending: list[SqlStatement] = []
     async for tenant, row_id, value in page_values(tx, op.table, op.source):
         try:
             converted = convert_value(op.old_type, op.old_currency, value, op.field)
         except Unconvertible:
             continue  # allowed (the plan checked): left null, kept in the aside column
-        await tx.execute(
-            sa.update(t)
-            .where(t.c.tenant_id == tenant, t.c.id == row_id)
-            .values({op.column: converted})
-        )
+        pending.append((update, (converted, tenant, row_id)))
+        if len(pending) >= SCAN_PAGE:
+            await tx.batch(pending)
+            pending = []
+    if pending:
+        await tx.batch(pending)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -104,7 +103,7 @@ class Evolution:
         await create_history(tx)
         for change in plan.changes:
             for operation in change.operations:
-                await _run(tx, operation)
+                await _run(tx, operation, self.dialect)
             level = logging.WARNING if change.breaking else logging.INFO
             logger.log(level, "schema evolution: %s", change.line())
         await record_graph(tx, self.graph, [change.line() for change in plan.changes])

@@ -19,7 +19,7 @@ from typing import Final
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.compiler import IdentifierPreparer
 
-__all__ = ["Sql", "guarded_update", "insert", "select_one", "select_page"]
+__all__ = ["Sql", "guarded_update", "insert", "select_one", "select_page", "set_by_key"]
 
 Sql = str
 """A statement's SQL text with positional placeholders."""
@@ -96,4 +96,14 @@ def select_page(dialect: str, table: str, columns: tuple[str, ...], after: bool)
     return (
         f"SELECT {_select_list(dialect, table, columns)} FROM {qt} WHERE {where} "
         f"ORDER BY {qt}.id LIMIT {marks[-1]}"
+    )
+
+
+@lru_cache(maxsize=_CACHED)
+def set_by_key(dialect: str, table: str, column: str) -> Sql:
+    """``UPDATE table SET column = ? WHERE tenant_id = ? AND id = ?`` (in that order)."""
+    value, tenant, row = _marks(dialect, 3)
+    return (
+        f"UPDATE {_q(dialect, table)} SET {_q(dialect, column)} = {value} "
+        f"WHERE tenant_id = {tenant} AND id = {row}"
     )
