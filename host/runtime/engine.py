@@ -136,15 +136,19 @@ def validate_inputs(action: CompiledAction, inputs: Mapping[str, Any]) -> dict[s
     # Transition: inputs naming a stampable field are stamped (by default every declared
     # field but the state field); any other key is accepted and only kept in the audit record.
     assert isinstance(definition, TransitionAction)
-    stampable = definition.stampable
-    if stampable is None:
-        workflow = action.entity.workflow
-        state_field = workflow.state_field if workflow else None
-        stampable = tuple(name for name in fields if name != state_field)
+    if definition.stampable is not None:
+        stampable = definition.stampable
+        return {
+            name: coerce_write(fields[name], value)
+            for name, value in inputs.items()
+            if name in stampable
+        }
+    workflow = action.entity.workflow
+    state_field = workflow.state_field if workflow else None
     return {
         name: coerce_write(fields[name], value)
         for name, value in inputs.items()
-        if name in stampable
+        if name in fields and name != state_field
     }
 
 
