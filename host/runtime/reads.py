@@ -9,8 +9,6 @@ from host.graph.model import CompiledProjection, Graph
 from host.runtime.rows import RowRenderer
 from host.storage import Schema, Storage, sql
 
-LIST_ROWS_CHUNK = 1000
-
 
 def projection_columns(projection: CompiledProjection) -> tuple[str, ...]:
     """``id`` followed by the projection's fields, in order, without repeating ``id``."""
@@ -41,16 +39,6 @@ class ProjectionReader:
             )
             for fqn, projection in graph.projections.items()
         }
-
-    async def list_rows(
-        self, projection: CompiledProjection, tenant_id: str
-    ) -> list[dict[str, Any]]:
-        """Every row of the tenant, in id order (in memory at once: for tests and tools)."""
-        return [
-            item
-            async for chunk in self.iter_chunks(projection, tenant_id, LIST_ROWS_CHUNK)
-            for item in chunk
-        ]
 
     async def iter_chunks(
         self, projection: CompiledProjection, tenant_id: str, chunk_size: int
