@@ -110,6 +110,13 @@ SETTINGS: tuple[Setting, ...] = (
         help="Rows read and serialised per chunk of a list projection; longer lists are streamed.",
     ),
     Setting(
+        name="response_timeout_s",
+        parse=_parse_positive_int,
+        default=60,
+        help="Seconds a response may take to send, a streamed list included; a stream cut "
+        "off by it closes the connection before the end of the body, and is logged.",
+    ),
+    Setting(
         name="access_log",
         parse=_parse_bool,
         default=True,
@@ -132,6 +139,7 @@ class Settings:
     pg_pool_min: int = 2
     pg_pool_max: int = 10
     list_chunk_rows: int = 1000
+    response_timeout_s: int = 60
     access_log: bool = True
 
     @classmethod

@@ -3,8 +3,12 @@ deployer configured logging already."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
+
+request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+"""The id of the request being served (``-`` outside one), for log lines of every layer."""
 
 FORMAT = "%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s"
 

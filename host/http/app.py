@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from quart import Quart, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
@@ -13,9 +12,10 @@ import host.graph as graph_package
 from host import jsonio
 from host.config import Settings
 from host.graph.model import Graph
-from host.http.cors import CorsMiddleware, request_id_var
+from host.http.cors import CorsMiddleware
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.viewschema import ViewSchemaTemplate
+from host.logs import request_id_var
 from host.runtime import resolve_actor, resolve_tenant
 from host.service import Service
 from host.values import now_db, render_datetime
@@ -52,6 +52,7 @@ def create_app(
     app = Quart("tessera")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
+    app.config["RESPONSE_TIMEOUT"] = settings.response_timeout_s
     templates = {
         fqn: ViewSchemaTemplate(projection) for fqn, projection in graph.projections.items()
     }
@@ -94,15 +95,13 @@ def create_app(
         reader = service().reader
         subject = request.args.get("subject")
         if subject is None:
-            chunk_rows = settings.list_chunk_rows
-            chunks = reader.iter_chunks(compiled, tenant, chunk_rows)
-            first: list[dict[str, Any]] = await anext(chunks, [])
-            if len(first) < chunk_rows:
-                await chunks.aclose()
-                return json_response(template.render_list(tenant, generated_at, first))
-            # A large list is streamed: memory stays bounded by one chunk of rows.
+            listing = await reader.read_list(compiled, tenant, settings.list_chunk_rows)
+            if listing.rest is None:
+                return json_response(template.render_list(tenant, generated_at, listing.first))
+            # A long list is streamed: memory stays bounded by one chunk of rows, and no
+            # database connection is held while the client reads.
             return Response(
-                template.list_stream(tenant, generated_at, _prepend(first, chunks)),
+                template.list_stream(tenant, generated_at, listing.first, listing.rest),
                 content_type=JSON,
             )
         item = await reader.get_row(compiled, tenant, subject)
@@ -161,17 +160,6 @@ def create_app(
     middleware = CorsMiddleware(app.asgi_app, access_log=settings.access_log)  # type: ignore[arg-type]
     app.asgi_app = middleware  # type: ignore[assignment,method-assign]
     return app
-
-
-async def _prepend(
-    first: list[dict[str, Any]], rest: AsyncGenerator[list[dict[str, Any]], None]
-) -> AsyncGenerator[list[dict[str, Any]], None]:
-    try:
-        yield first
-        async for chunk in rest:
-            yield chunk
-    finally:
-        await rest.aclose()
 
 
 def _framework_message(status: int, error: HTTPException) -> str:

@@ -4,7 +4,6 @@ access log. It wraps the Quart app, so it sees every response the app sends, err
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -14,6 +13,7 @@ from ulid import ULID
 
 from host import jsonio
 from host.http.envelope import JSON, error_body
+from host.logs import request_id_var
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -29,7 +29,6 @@ CORS_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 )
 _CORS_NAMES = frozenset(name for name, _ in CORS_HEADERS)
 
-request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 access_logger = logging.getLogger("tessera.access")
 logger = logging.getLogger("tessera.http")
 
@@ -65,18 +64,23 @@ class CorsMiddleware:
         started = time.perf_counter()
         status = 0
         response_started = False
+        response_complete = False
+        client_gone = False
+        sent_bytes = 0
         id_header = (b"x-request-id", request_id.encode())
         body_read = not _has_body(scope)
 
         async def receive_tracking() -> Message:
-            nonlocal body_read
+            nonlocal body_read, client_gone
             message = await receive()
+            if message["type"] == "http.disconnect":
+                client_gone = True
             if message["type"] != "http.request" or not message.get("more_body", False):
                 body_read = True
             return message
 
         async def send_with_cors(message: Message) -> None:
-            nonlocal status, response_started
+            nonlocal status, response_started, response_complete, sent_bytes
             if message["type"] == "http.response.start":
                 status = message["status"]
                 response_started = True
@@ -88,6 +92,9 @@ class CorsMiddleware:
                     # Answered before the body was read (404, 405, 413, ...): the server
                     # cannot reuse the connection, so say so rather than drop it silently.
                     message["headers"].append((b"connection", b"close"))
+            elif message["type"] == "http.response.body":
+                sent_bytes += len(message.get("body", b""))
+                response_complete = not message.get("more_body", False)
             await send(message)
 
         try:
@@ -99,9 +106,18 @@ class CorsMiddleware:
             else:
                 await self._app(scope, receive_tracking, send_with_cors)
         except Exception:
-            logger.exception("unhandled error (request id %s)", request_id)
             if response_started:
-                raise
+                # Too late for an error response: the body is left incomplete, and the
+                # server closes the connection without ending it, so the client's HTTP
+                # library reports a broken response instead of reading a short 200.
+                logger.exception(
+                    "response cut off after %d bytes (request id %s): the handler failed "
+                    "while sending the body; the connection is closed without its end",
+                    sent_bytes,
+                    request_id,
+                )
+                return
+            logger.exception("unhandled error (request id %s)", request_id)
             body = jsonio.dumps(
                 error_body("InternalError", f"Internal error (request id {request_id})")
             )
@@ -113,14 +129,28 @@ class CorsMiddleware:
                 }
             )
             await send_with_cors({"type": "http.response.body", "body": body, "more_body": False})
+        else:
+            if response_started and not response_complete and not client_gone:
+                # The app returned before the end of the body: Quart's response timeout
+                # (TESSERA_RESPONSE_TIMEOUT_S) gave up on a client that does not read.
+                logger.warning(
+                    "response cut off after %d bytes and %.1fs (request id %s): not sent "
+                    "within the response timeout, the client does not read; the connection "
+                    "is closed without the end of the body",
+                    sent_bytes,
+                    time.perf_counter() - started,
+                    request_id,
+                )
         finally:
             if self._access_log:
+                outcome = "" if response_complete or not response_started else " incomplete"
                 access_logger.info(
-                    "%s %s tenant=%s actor=%s status=%d %.1fms",
+                    "%s %s tenant=%s actor=%s status=%d%s %.1fms",
                     scope.get("method"),
                     scope.get("path"),
                     _header(scope, b"x-tenant-id"),
                     _header(scope, b"x-actor-id"),
                     status,
+                    outcome,
                     (time.perf_counter() - started) * 1000,
                 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from host import jsonio
@@ -139,7 +139,11 @@ class ViewSchemaTemplate:
         return document
 
     def list_stream(
-        self, tenant: str, generated_at: str, chunks: AsyncGenerator[list[dict[str, Any]], None]
+        self,
+        tenant: str,
+        generated_at: str,
+        first: list[dict[str, Any]],
+        rest: AsyncIterator[list[dict[str, Any]]],
     ) -> AsyncIterator[bytes]:
         """The list shape serialised piece by piece from chunks of rows: the same bytes as
         ``dumps(render_list(...))`` without holding every row at once."""
@@ -149,17 +153,11 @@ class ViewSchemaTemplate:
         head = jsonio.dumps(document)[:-1] + b',"data":{"items":['
 
         async def stream() -> AsyncIterator[bytes]:
-            yield head
-            count = 0
-            try:
-                async for chunk in chunks:
-                    if not chunk:
-                        continue
-                    body = jsonio.dumps(chunk)[1:-1]
-                    yield body if count == 0 else b"," + body
-                    count += len(chunk)
-            finally:
-                await chunks.aclose()
+            yield head + jsonio.dumps(first)[1:-1]
+            count = len(first)
+            async for chunk in rest:
+                yield b"," + jsonio.dumps(chunk)[1:-1]
+                count += len(chunk)
             yield b'],"pagination":{"pageSize":%d,"nextCursor":null}}}' % count
 
         return stream()

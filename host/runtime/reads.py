@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from host.graph.model import CompiledProjection, Graph
@@ -13,6 +14,15 @@ from host.storage import Schema, Storage, sql
 def projection_columns(projection: CompiledProjection) -> tuple[str, ...]:
     """``id`` followed by the projection's fields, in order, without repeating ``id``."""
     return ("id", *(name for name in projection.definition.fields if name != "id"))
+
+
+@dataclass(frozen=True, slots=True)
+class ListRead:
+    """A list as the route serves it: the ``first`` chunk of rendered rows, and ``rest``,
+    the further chunks (``None`` when the first chunk is the whole list)."""
+
+    first: list[dict[str, Any]]
+    rest: AsyncIterator[list[dict[str, Any]]] | None
 
 
 class _CompiledRead:
@@ -40,30 +50,37 @@ class ProjectionReader:
             for fqn, projection in graph.projections.items()
         }
 
-    async def iter_chunks(
+    async def read_list(
         self, projection: CompiledProjection, tenant_id: str, chunk_size: int
-    ) -> AsyncGenerator[list[dict[str, Any]], None]:
-        """Every row of the tenant in id order, as rendered chunks of at most ``chunk_size``
-        rows, all read from one snapshot (keyset pagination on the primary key), so a large
-        list never has to be held in memory at once."""
+    ) -> ListRead:
+        """Every row of the tenant in id order: the first chunk of at most ``chunk_size``
+        rendered rows, and the rest as further chunks read when they are wanted.
+
+        Each chunk is one statement keyed on the last id read (keyset pagination), so no
+        connection or transaction is held between chunks, however slowly they are consumed.
+        A list that fits in one chunk is one statement, a consistent snapshot by itself. A
+        longer list is consistent per chunk: every row that exists for the whole read
+        appears exactly once, in id order, as it was when its chunk was read; a row created
+        meanwhile appears if its id sorts after the chunk being read."""
         read = self._reads[projection.fqn]
-        render = read.render
-        # One statement is a consistent snapshot by itself: a list that fits in one chunk
-        # (the common case) needs no read transaction. One row more than a chunk tells
-        # whether it fits; if not, everything is read again from one snapshot.
+        # One row more than a chunk tells whether the list goes on.
         rows = await self._storage.rows(read.first_page, (tenant_id, chunk_size + 1))
         if len(rows) <= chunk_size:
-            if rows:
-                yield render.many(rows)
-            return
-        del rows
-        async with self._storage.read_snapshot() as snapshot:
-            rows = await snapshot.rows(read.first_page, (tenant_id, chunk_size))
-            while rows:
-                yield render.many(rows)
-                if len(rows) < chunk_size:
-                    return
-                rows = await snapshot.rows(read.next_page, (tenant_id, rows[-1][0], chunk_size))
+            return ListRead(read.render.many(rows) if rows else [], None)
+        rest = self._chunks_after(read, tenant_id, rows[chunk_size - 1][0], chunk_size)
+        return ListRead(read.render.many(rows[:chunk_size]), rest)
+
+    async def _chunks_after(
+        self, read: _CompiledRead, tenant_id: str, last_id: str, chunk_size: int
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        while True:
+            rows = await self._storage.rows(read.next_page, (tenant_id, last_id, chunk_size + 1))
+            if not rows:
+                return
+            yield read.render.many(rows[:chunk_size])
+            if len(rows) <= chunk_size:
+                return
+            last_id = rows[chunk_size - 1][0]
 
     async def get_row(
         self, projection: CompiledProjection, tenant_id: str, subject_id: str

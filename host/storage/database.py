@@ -10,9 +10,13 @@ Design (see TRAPS.md for the measurements behind it):
   connections open also removes the per-request connect cost of ``databases``' SQLite backend.
 * PostgreSQL: the ``databases``/asyncpg pool, one pooled connection per unit of work, READ
   COMMITTED; lost races are caught by the guarded ``UPDATE ... RETURNING`` of the runtime.
-* Every unit of work runs in its own task shielded from cancellation: a client that
-  disconnects mid-action cannot leave a transaction open or leak a connection; the unit of
-  work finishes (commit or rollback) and only the response is dropped.
+* Every unit of work, and every read, runs in its own task shielded from cancellation: a
+  client that disconnects mid-request cannot leave a transaction open or leak a connection;
+  the statement or unit of work finishes (commit or rollback), the connection goes back, and
+  only the response is dropped. No read holds a connection or a transaction beyond its one
+  statement, so a client that reads a streamed list slowly, or never, holds none.
+* Defence in depth: a connection is checked before it is used (no transaction open); one that
+  is found inside a transaction is rolled back, with one warning naming the request id.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateIndex, CreateTable
 
 from host.config import Settings
+from host.logs import request_id_var
 from host.storage.schema import Schema
 from host.storage.sql import Sql
 from host.storage.tx import Row, Tx, matches_nothing
@@ -43,6 +48,15 @@ logger = logging.getLogger("tessera.storage")
 
 SQLITE_READERS = 2
 SCHEMA_LOCK_KEY = 0x7E55E2A  # PostgreSQL advisory lock serialising schema preparation
+
+
+def _warn_open_transaction(role: str) -> None:
+    logger.warning(
+        "a %s database connection was found inside a transaction and rolled back before use "
+        "(request id %s)",
+        role,
+        request_id_var.get(),
+    )
 
 
 class StorageError(Exception):
@@ -142,7 +156,12 @@ class Storage:
     async def transaction(self, work: Callable[[Tx], Awaitable[T]]) -> T:
         """Run ``work`` in one transaction, committed if it returns, rolled back if it
         raises. Cancelling the caller does not interrupt it."""
-        task: asyncio.Task[T] = asyncio.ensure_future(self._run(work))
+        return await self._detached(self._run(work))
+
+    async def _detached(self, work: Awaitable[T]) -> T:
+        """Await ``work`` in a task of its own that the caller's cancellation does not reach:
+        whatever holds a connection always runs to its end and gives the connection back."""
+        task: asyncio.Task[T] = asyncio.ensure_future(work)
         self._inflight.add(task)
         task.add_done_callback(self._forget)
         return await asyncio.shield(task)
@@ -168,6 +187,7 @@ class Storage:
         assert self._writer is not None, "storage is not connected"
         conn = self._writer
         async with self._write_lock:
+            await self._ensure_idle_sqlite(conn, "writer")
             # BEGIN IMMEDIATE goes with the first statement (see ``Tx``) and the COMMIT with
             # the last when the work asks for it: a create is one round trip to the thread.
             tx = Tx(conn, sqlite=True, begin="BEGIN IMMEDIATE")
@@ -193,8 +213,35 @@ class Storage:
             logger.debug("rollback after failure found no transaction", exc_info=True)
 
     async def _run_postgresql(self, work: Callable[[Tx], Awaitable[T]]) -> T:
-        async with self._db.connection() as conn, conn.transaction():
+        async with self._pooled() as conn, conn.transaction():
             return await work(Tx(conn, sqlite=False))
+
+    @contextlib.asynccontextmanager
+    async def _pooled(self) -> AsyncIterator[Connection]:
+        """A connection of the PostgreSQL pool, checked to be outside any transaction."""
+        async with self._db.connection() as conn:
+            raw = conn.raw_connection
+            if raw.is_in_transaction():
+                _warn_open_transaction("pooled")
+                await raw.execute("ROLLBACK")
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def _reader(self) -> AsyncIterator[Connection]:
+        """A SQLite reader connection, checked to be outside any transaction, given back
+        on every exit. Callers run inside :meth:`_detached`."""
+        conn = await self._readers.get()
+        try:
+            await self._ensure_idle_sqlite(conn, "reader")
+            yield conn
+        finally:
+            self._readers.put_nowait(conn)
+
+    async def _ensure_idle_sqlite(self, conn: Connection, role: str) -> None:
+        """Roll back a transaction left open on ``conn`` (none should ever be)."""
+        if conn.raw_connection.in_transaction:
+            _warn_open_transaction(role)
+            await self._rollback_sqlite(conn)
 
     @staticmethod
     def _is_transient(exc: BaseException) -> bool:
@@ -205,41 +252,18 @@ class Storage:
 
     # -- reads ----------------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def read_snapshot(self) -> AsyncIterator[Tx]:
-        """Several reads that see one consistent snapshot of the database (a read-only
-        transaction: deferred on SQLite's WAL, REPEATABLE READ on PostgreSQL)."""
-        if self.dialect == "sqlite":
-            conn = await self._readers.get()
-            try:
-                snapshot = Tx(conn, sqlite=True)
-                await snapshot.rows("BEGIN")
-                try:
-                    yield snapshot
-                finally:
-                    # Shielded: a client that goes away mid-stream must not leave the
-                    # reader inside a transaction.
-                    await asyncio.shield(self._rollback_sqlite(conn))
-            finally:
-                self._readers.put_nowait(conn)
-        else:
-            async with (
-                self._db.connection() as conn,
-                conn.transaction(isolation="repeatable_read", readonly=True),
-            ):
-                yield Tx(conn, sqlite=False)
-
     async def fetch_all(self, query: Any) -> Sequence[Row]:
         """Run a read-only query outside any unit of work."""
+        return await self._detached(self._fetch_all(query))
+
+    async def _fetch_all(self, query: Any) -> Sequence[Row]:
         if self.dialect == "sqlite":
-            conn = await self._readers.get()
-            try:
+            async with self._reader() as conn:
                 records = await conn.fetch_all(query)
-            finally:
-                self._readers.put_nowait(conn)
         else:
             try:
-                records = await self._db.fetch_all(query)
+                async with self._pooled() as pooled:
+                    records = await pooled.fetch_all(query)
             except Exception as exc:
                 if matches_nothing(exc):
                     return []
@@ -252,14 +276,15 @@ class Storage:
         return rows[0] if rows else None
 
     async def rows(self, sql: Sql, args: Sequence[Any] = ()) -> Sequence[Sequence[Any]]:
-        """:meth:`Tx.rows` outside any unit of work (one read-only statement)."""
+        """:meth:`Tx.rows` outside any unit of work: one read-only statement, which is a
+        consistent snapshot by itself and sees every transaction committed before it."""
+        return await self._detached(self._rows(sql, args))
+
+    async def _rows(self, sql: Sql, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
         if self.dialect == "sqlite":
-            conn = await self._readers.get()
-            try:
+            async with self._reader() as conn:
                 return await Tx(conn, sqlite=True).rows(sql, args)
-            finally:
-                self._readers.put_nowait(conn)
-        async with self._db.connection() as pooled:
+        async with self._pooled() as pooled:
             return await Tx(pooled, sqlite=False).rows(sql, args)
 
     # -- dialect-specific statements ------------------------------------------------------
