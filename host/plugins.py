@@ -22,7 +22,6 @@ import pluggy
 
 import plugin_api.hookspecs
 from host.config import Settings
-from host.graph.model import PluginInfo
 from plugin_api import ENTRY_POINT_GROUP, PROJECT_NAME
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import (
@@ -38,6 +37,7 @@ __all__ = [
     "HOOK_NAMES",
     "LoadedPlugins",
     "PluginContribution",
+    "PluginInfo",
     "contributions",
     "load_plugins",
 ]
@@ -46,6 +46,26 @@ HOOK_NAMES: tuple[str, ...] = tuple(
     name for name in vars(plugin_api.hookspecs) if name.startswith(PROJECT_NAME + "_")
 )
 """Every hook a plugin may implement."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PluginInfo:
+    """Where a contribution came from.
+
+    :param name: the plugin's registration name (its entry-point name).
+    :param distribution: the installed distribution that declares it, if any.
+    :param version: that distribution's version, if any.
+    """
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+
+    def describe(self) -> str:
+        """``name (distribution version)``, the way every error message names a plugin."""
+        if self.distribution is None:
+            return f"plugin {self.name!r}"
+        return f"plugin {self.name!r} ({self.distribution} {self.version})"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

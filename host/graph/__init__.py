@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from host import plugins as _plugins  # a module reference: host.plugins imports our model
 from host.config import Settings
 from host.graph.compiler import GraphError, compile_graph
 from host.graph.model import Graph
+from host.plugins import load_plugins
 
 __all__ = ["Graph", "GraphError", "build_graph", "compile_graph"]
 
@@ -26,4 +26,4 @@ def build_graph(
 
     :raises GraphError: listing every problem found, loader errors included.
     """
-    return compile_graph(_plugins.load_plugins(settings, extra=extra, entry_points=entry_points))
+    return compile_graph(load_plugins(settings, extra=extra, entry_points=entry_points))

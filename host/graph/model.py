@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from host.plugins import PluginInfo
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import (
     Action,
@@ -20,26 +21,6 @@ from plugin_api.definitions import (
 )
 
 H = TypeVar("H", EffectHandler, PolicyHandler)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PluginInfo:
-    """Where a contribution came from.
-
-    :param name: the plugin's registration name (its entry-point name).
-    :param distribution: the installed distribution that declares it, if any.
-    :param version: that distribution's version, if any.
-    """
-
-    name: str
-    distribution: str | None = None
-    version: str | None = None
-
-    def describe(self) -> str:
-        """``name (distribution version)``, the way every error message names a plugin."""
-        if self.distribution is None:
-            return f"plugin {self.name!r}"
-        return f"plugin {self.name!r} ({self.distribution} {self.version})"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from quart import Quart, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
-import host.graph as graph_package
 from host import jsonio
 from host.config import Settings
-from host.graph.model import Graph
+from host.graph import Graph, build_graph
 from host.http.cors import CorsMiddleware
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.viewschema import ViewSchemaTemplate
@@ -46,7 +45,7 @@ def create_app(
     (with every compiler error); the database is opened when serving starts."""
     settings = settings or Settings.from_env()
     if graph is None:
-        graph = graph_package.build_graph(settings, extra=extra_plugins, entry_points=entry_points)
+        graph = build_graph(settings, extra=extra_plugins, entry_points=entry_points)
     compiled_graph = graph
 
     app = Quart("tessera")
