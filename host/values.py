@@ -379,30 +379,20 @@ def _write_boolean(field: Field, value: object) -> object:
     raise _bad(field, "true or false", value)
 
 
-def _by_type(
-    table: dict[str, Callable[..., object]],
-) -> Mapping[str, Callable[..., object]]:
-    # Key by the members too: a str-mixin enum member hashes like its value only on some
-    # Python versions, and a lookup must work with either spelling.
-    for member in FieldType:
-        if member.value in table:
-            table[member] = table[member.value]
-    return MappingProxyType(table)
-
-
-_WRITERS: Final = _by_type(
+_WRITERS: Final[Mapping[FieldType, Callable[[Field, object], object]]] = MappingProxyType(
     {
-        FieldType.STRING.value: _write_string,
-        FieldType.INTEGER.value: _write_integer,
-        FieldType.DATETIME.value: _write_datetime,
-        FieldType.ENUM.value: _write_enum,
-        FieldType.MONEY.value: _write_money,
-        FieldType.BOOLEAN.value: _write_boolean,
+        FieldType.STRING: _write_string,
+        FieldType.INTEGER: _write_integer,
+        FieldType.DATETIME: _write_datetime,
+        FieldType.ENUM: _write_enum,
+        FieldType.MONEY: _write_money,
+        FieldType.BOOLEAN: _write_boolean,
     }
 )
+"""Writers by field type (a definition's type is always a member: see ``Field``)."""
 
 
-def _lookup(table: Mapping[str, Callable[..., object]], field_type: str) -> Callable[..., object]:
+def _lookup(table: Mapping[Any, Callable[..., object]], field_type: str) -> Callable[..., object]:
     try:
         return table[field_type]
     except KeyError:
@@ -482,7 +472,15 @@ def _render_money(value: object, currency: str | None) -> object:
     return {"amount": amount, "currency": currency}
 
 
-_RENDERERS: Final = _by_type(
+def _by_name(table: dict[str, Callable[..., object]]) -> Mapping[str, Callable[..., object]]:
+    # :func:`render` takes a type name or a member: a str-mixin enum member hashes like its
+    # value only on some Python versions, so key the members too.
+    for member in FieldType:
+        table[member] = table[member.value]
+    return MappingProxyType(table)
+
+
+_RENDERERS: Final = _by_name(
     {
         FieldType.STRING.value: _render_text,
         FieldType.INTEGER.value: _render_integer,
@@ -509,7 +507,7 @@ def render(field_type: str, value: object, currency: str | None = None) -> objec
 
 def render_field(field: Field, value: object) -> object:
     """:func:`render` for a declared field (passes its currency)."""
-    return _lookup(_RENDERERS, field.type)(value, field.currency)
+    return _lookup(_RENDERERS, field.type.value)(value, field.currency)
 
 
 _SYSTEM_DATETIMES: Final = frozenset({"created_at", "updated_at"})
@@ -562,7 +560,7 @@ def column_type(field: Field) -> sa.types.TypeEngine[Any]:
     ``enum`` is plain text (no database enum: options may evolve); ``money`` is the exact
     decimal amount as text; ``datetime`` is the fixed-width canonical UTC text.
     """
-    key = field.type.value if isinstance(field.type, FieldType) else field.type
+    key = field.type.value
     column: sa.types.TypeEngine[Any]
     if key in ("string", "enum", "money"):
         column = sa.Text()

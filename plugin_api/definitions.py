@@ -1,6 +1,7 @@
 """Definitions a plugin contributes: fields, entities, workflows, actions, projections.
 
-All definitions are immutable (frozen, keyword-only dataclasses holding tuples). The host
+All definitions are immutable (frozen, keyword-only dataclasses holding tuples; a list given
+for a tuple is stored as a tuple, and an enum's plain value as its member). The host
 validates them when it compiles the metadata graph and refuses to start on any incoherence, so a
 plugin author gets every mistake reported at startup, never at request time.
 
@@ -14,6 +15,7 @@ Names follow strict patterns because they become SQL identifiers:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +40,23 @@ SYSTEM_FIELDS: Final[tuple[str, ...]] = ("id", "tenant_id", "created_at", "updat
 """Columns every entity has, managed by the host. A plugin may not declare them."""
 
 
+def _as_tuples(definition: object, *names: str) -> None:
+    """Replace each list attribute among ``names`` by a tuple (definitions hold tuples)."""
+    for name in names:
+        value = getattr(definition, name)
+        if isinstance(value, list):
+            object.__setattr__(definition, name, tuple(value))
+
+
+def _as_member(definition: object, name: str, kind: type[enum.Enum]) -> None:
+    """Replace a plain value of enum ``kind`` (``"string"``) by its member; leave anything
+    else for the graph compiler to report."""
+    value = getattr(definition, name)
+    if not isinstance(value, kind):
+        with contextlib.suppress(ValueError, TypeError):
+            object.__setattr__(definition, name, kind(value))
+
+
 class FieldType(str, enum.Enum):
     """The six writable field types of the interface (spec 2.6)."""
 
@@ -54,7 +73,7 @@ class Field:
     """A typed, declared field of an entity.
 
     :param name: the field name (also its column name).
-    :param type: one of :class:`FieldType`.
+    :param type: one of :class:`FieldType` (its value, ``"string"``, is taken as the member).
     :param label: explicit label; without one, renderers get the humanised name
         (``due_at`` -> ``Due at``).
     :param nullable: whether the field accepts and stores null.
@@ -73,6 +92,10 @@ class Field:
     max_length: int | None = None
     options: tuple[str, ...] = ()
     currency: str | None = None
+
+    def __post_init__(self) -> None:
+        _as_member(self, "type", FieldType)
+        _as_tuples(self, "options")
 
     @property
     def has_default(self) -> bool:
@@ -107,6 +130,9 @@ class Stamp:
     source: StampSource
     value: JSONValue = None
 
+    def __post_init__(self) -> None:
+        _as_member(self, "source", StampSource)
+
     @classmethod
     def literal(cls, field: str, value: JSONValue) -> Stamp:
         """Set ``field`` to ``value`` (a write-shape value; ``None`` clears it)."""
@@ -138,6 +164,9 @@ class Transition:
     target: str
     stamps: tuple[Stamp, ...] = ()
 
+    def __post_init__(self) -> None:
+        _as_tuples(self, "sources", "stamps")
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Workflow:
@@ -152,6 +181,9 @@ class Workflow:
     state_field: str
     initial: str
     transitions: tuple[Transition, ...]
+
+    def __post_init__(self) -> None:
+        _as_tuples(self, "transitions")
 
     @property
     def states(self) -> tuple[str, ...]:
@@ -176,6 +208,9 @@ class Entity:
     fields: tuple[Field, ...]
     workflow: Workflow | None = None
 
+    def __post_init__(self) -> None:
+        _as_tuples(self, "fields")
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CreateAction:
@@ -198,6 +233,9 @@ class CreateAction:
     roles: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
     effect: str | None = None
+
+    def __post_init__(self) -> None:
+        _as_tuples(self, "inputs", "stamps", "roles", "policies")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -223,6 +261,9 @@ class TransitionAction:
     policies: tuple[str, ...] = ()
     effect: str | None = None
 
+    def __post_init__(self) -> None:
+        _as_tuples(self, "stampable", "roles", "policies")
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UpdateAction:
@@ -238,6 +279,9 @@ class UpdateAction:
     roles: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
     effect: str | None = None
+
+    def __post_init__(self) -> None:
+        _as_tuples(self, "patchable", "roles", "policies")
 
 
 Action: TypeAlias = CreateAction | TransitionAction | UpdateAction
@@ -258,3 +302,6 @@ class Projection:
     entity: str
     fields: tuple[str, ...]
     actions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _as_tuples(self, "fields", "actions")

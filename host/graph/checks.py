@@ -64,7 +64,7 @@ def dotted_problem(dotted: object, *, min_parts: int) -> str | None:
 
 def names_of(value: object, what: str, say: Say) -> tuple[str, ...]:
     """``value`` as a tuple of strings; reports (and drops) anything else."""
-    if not isinstance(value, (tuple, list)):
+    if not isinstance(value, tuple):
         say(f"{what} must be a tuple of strings, got {type(value).__name__}")
         return ()
     good = tuple(item for item in value if isinstance(item, str))
@@ -102,7 +102,7 @@ def fits(field: Field, value: object) -> str | None:
 
 def _check_options(field: Field, say: Say) -> bool:
     options = field.options
-    if not isinstance(options, (tuple, list)):
+    if not isinstance(options, tuple):
         say(f"options must be a tuple of strings, got {type(options).__name__}")
         return False
     if field.type is not FieldType.ENUM:
@@ -202,7 +202,7 @@ def check_stamps(
     stamps: object, fields: Mapping[str, Field], state_field: str | None, say: Say
 ) -> None:
     """Check the stamps of a create action or a transition."""
-    if not isinstance(stamps, (tuple, list)):
+    if not isinstance(stamps, tuple):
         say(f"stamps must be a tuple of Stamp, got {type(stamps).__name__}")
         return
     good = []
@@ -226,7 +226,7 @@ def _check_transition(
     if problem is not None:
         say(f"{where}: name {problem}")
     sources = names_of(transition.sources, f"{where}: sources", say)
-    if isinstance(transition.sources, (tuple, list)) and not transition.sources:
+    if isinstance(transition.sources, tuple) and not transition.sources:
         say(f"{where}: needs at least one source state")
     for state in duplicates(sources):
         say(f"{where}: source {state!r} is listed twice")
@@ -256,7 +256,7 @@ def check_workflow(
         states[workflow.initial] = None
     else:
         say(f"workflow initial state must be a string, got {workflow.initial!r}")
-    if not isinstance(workflow.transitions, (tuple, list)):
+    if not isinstance(workflow.transitions, tuple):
         say("workflow transitions must be a tuple of Transition")
         return transitions
     for transition in workflow.transitions:
@@ -268,7 +268,7 @@ def check_workflow(
             if transition.name in transitions:
                 say(f"transition {transition.name!r} is defined twice")
             transitions.setdefault(transition.name, transition)
-    if field is not None and isinstance(field.options, (tuple, list)):
+    if field is not None and isinstance(field.options, tuple):
         options = set(field.options)
         if workflow.initial not in options:
             say(f"workflow initial state {workflow.initial!r} is not an option of {state_field!r}")

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from host import plugins as _plugins  # a module reference: host.plugins imports our model
 from host.graph.canonical import canonical_form, graph_hash
 from host.graph.checks import (
     TABLE_NAME_MAX_LENGTH,
@@ -31,9 +30,9 @@ from host.graph.model import (
     CompiledEntity,
     CompiledProjection,
     Graph,
-    PluginInfo,
     RegisteredHandler,
 )
+from host.plugins import LoadedPlugins, PluginContribution, PluginInfo, contributions
 from plugin_api.definitions import (
     SYSTEM_FIELDS,
     Action,
@@ -47,9 +46,6 @@ from plugin_api.definitions import (
     UpdateAction,
     Workflow,
 )
-
-if TYPE_CHECKING:
-    from host.plugins import LoadedPlugins, PluginContribution
 
 __all__ = ["GraphError", "compile_graph"]
 
@@ -133,8 +129,8 @@ def _compile_entity(entity: Entity, plugin: PluginInfo, errors: _Errors) -> Comp
     if len(name) > TABLE_NAME_MAX_LENGTH:
         say(f"table name {name!r} is longer than {TABLE_NAME_MAX_LENGTH} characters")
     fields: dict[str, Field] = {}
-    declared = entity.fields if isinstance(entity.fields, (tuple, list)) else ()
-    if not isinstance(entity.fields, (tuple, list)):
+    declared = entity.fields if isinstance(entity.fields, tuple) else ()
+    if not isinstance(entity.fields, tuple):
         say(f"fields must be a tuple of Field, got {type(entity.fields).__name__}")
     for item in declared:
         if not isinstance(item, Field):
@@ -188,7 +184,7 @@ def _check_create(action: CreateAction, entity: CompiledEntity, say: Say) -> Non
     inputs = set(_field_list(action.inputs, "inputs", entity, say))
     state_field = _state_field(entity)
     check_stamps(action.stamps, entity.fields, state_field, say)
-    stamps = action.stamps if isinstance(action.stamps, (tuple, list)) else ()
+    stamps = action.stamps if isinstance(action.stamps, tuple) else ()
     stamped = {stamp.field for stamp in stamps if isinstance(stamp, Stamp)}
     for name, item in entity.fields.items():
         if item.required and name != state_field and name not in inputs | stamped:
@@ -331,7 +327,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
     :raises GraphError: listing every problem, including the loader's errors.
     """
     errors = _Errors(list(loaded.errors))
-    contribs = _plugins.contributions(loaded)
+    contribs = contributions(loaded)
     for contribution in contribs:
         errors.messages.extend(contribution.errors)
     policies = _handlers("policy", ((c.plugin, c.policies) for c in contribs), errors)

@@ -26,21 +26,17 @@ def field_renderer(entity: CompiledEntity, name: str) -> Renderer:
     if name in SYSTEM_FIELDS:
         return lambda value: render_system(name, value)
     field = entity.fields[name]
-    field_type, currency = _type_name(field.type), field.currency
+    field_type, currency = field.type.value, field.currency
     if field_type == FieldType.DATETIME.value:
         return render_datetime
     return lambda value: render(field_type, value, currency)
-
-
-def _type_name(field_type: object) -> str:
-    return field_type.value if isinstance(field_type, FieldType) else str(field_type)
 
 
 def _is_text(entity: CompiledEntity, name: str) -> bool:
     """Whether column ``name`` renders as text: a ``str`` (or null) is shown as stored."""
     if name in SYSTEM_FIELDS:
         return name in _TEXT_SYSTEM
-    return _type_name(entity.fields[name].type) in _TEXT_TYPES
+    return entity.fields[name].type.value in _TEXT_TYPES
 
 
 def _getter(indexes: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:

@@ -23,7 +23,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from host.values import coerce_write, render
-from plugin_api.definitions import Field, FieldType
+from plugin_api.definitions import Field
 from plugin_api.errors import BadRequest
 
 __all__ = ["Unconvertible", "convert_value"]
@@ -54,7 +54,7 @@ def _integral(text: str) -> str:
 
 
 def _write_shape(old_type: str, shape: object, new: Field) -> object:
-    target = new.type.value if isinstance(new.type, FieldType) else str(new.type)
+    target = new.type.value
     if target in _TEXT_TYPES:
         return _text(old_type, shape)
     if target == "integer":

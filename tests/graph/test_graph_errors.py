@@ -332,8 +332,8 @@ CASES: dict[str, tuple[Callable[[Any], Any], tuple[str, ...]]] = {
         lambda d: d.add(Entity(fqn="shop.odd", fields="name")),  # type: ignore[arg-type]
         ("entity 'shop.odd'", "fields must be a tuple of Field"),
     ),
-    "field type as plain string": (
-        lambda d: _tag_field(d, type="string", nullable=True),
+    "field type as unknown string": (
+        lambda d: _tag_field(d, type="text", nullable=True),
         ("entity 'shop.tag' field 'extra'", "type must be a FieldType"),
     ),
     "inputs as a bare string": (
@@ -364,8 +364,7 @@ def test_error_names_plugin_and_fqn(kit: SimpleNamespace, name: str) -> None:
 
 def test_error_names_distribution_and_version(kit: SimpleNamespace) -> None:
     from host.graph.compiler import compile_graph
-    from host.graph.model import PluginInfo
-    from host.plugins import LoadedPlugins, load_plugins
+    from host.plugins import LoadedPlugins, PluginInfo, load_plugins
 
     defs = kit.baseline().with_action("shop.order.edit", entity="shop.nothing")
     loaded = load_plugins(extra=[("shop", defs.plugin())], entry_points=False)
