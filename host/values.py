@@ -38,8 +38,6 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "MONEY_TEXT_MAX_LENGTH",
-    "SYSTEM_COLUMN_TYPES",
-    "SYSTEM_FIELD_TYPES",
     "ULID_LENGTH",
     "coerce_default",
     "coerce_write",
@@ -50,8 +48,6 @@ __all__ = [
     "render",
     "render_datetime",
     "render_field",
-    "render_system",
-    "system_column_type",
 ]
 
 INT64_MIN: Final = -(2**63)
@@ -500,7 +496,7 @@ def render(field_type: str, value: object, currency: str | None = None) -> objec
 
     ``currency`` is required for ``money``; an empty or null money column renders as ``None``.
     ``field_type`` is one of the six field types or ``identity``, ``version``,
-    ``system_string`` (rendered as text; see :func:`render_system` for system columns).
+    ``system_string`` (rendered as text; system fields: :mod:`host.systemfields`).
     """
     return _lookup(_RENDERERS, field_type)(value, currency)
 
@@ -510,48 +506,9 @@ def render_field(field: Field, value: object) -> object:
     return _lookup(_RENDERERS, field.type.value)(value, field.currency)
 
 
-_SYSTEM_DATETIMES: Final = frozenset({"created_at", "updated_at"})
-
-
-def render_system(name: str, value: object) -> object:
-    """Render system column ``name``: ``created_at``/``updated_at`` as datetimes, others as str."""
-    if name in _SYSTEM_DATETIMES:
-        return render_datetime(value)
-    return _render_text(value, None)
-
-
 # ---------------------------------------------------------------------------------------------
 # Column types
 # ---------------------------------------------------------------------------------------------
-
-SYSTEM_FIELD_TYPES: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "id": "identity",
-        "tenant_id": "system_string",
-        "created_at": "system_string",
-        "updated_at": "system_string",
-        "_version": "version",
-    }
-)
-"""The spec 2.6 type of each system field."""
-
-_SYSTEM_COLUMN_FACTORIES: Final[Mapping[str, Callable[[], sa.types.TypeEngine[str]]]] = {
-    "id": lambda: sa.String(ULID_LENGTH),
-    "tenant_id": sa.Text,
-    "created_at": lambda: sa.String(DATETIME_TEXT_LENGTH),
-    "updated_at": lambda: sa.String(DATETIME_TEXT_LENGTH),
-    "_version": lambda: sa.String(ULID_LENGTH),
-}
-
-SYSTEM_COLUMN_TYPES: Final[Mapping[str, sa.types.TypeEngine[str]]] = MappingProxyType(
-    {name: factory() for name, factory in _SYSTEM_COLUMN_FACTORIES.items()}
-)
-"""Column type of each system field (plain, shareable types)."""
-
-
-def system_column_type(name: str) -> sa.types.TypeEngine[str]:
-    """A fresh column type for system field ``name``."""
-    return _SYSTEM_COLUMN_FACTORIES[name]()
 
 
 def column_type(field: Field) -> sa.types.TypeEngine[Any]:

@@ -7,19 +7,12 @@ from typing import Any
 
 from host import jsonio
 from host.graph.model import CompiledAction, CompiledProjection
+from host.systemfields import SYSTEM
 from plugin_api.definitions import Field, FieldType
 
 SCHEMA_VERSION = "1.0.0"
 TARGET_PROFILE = "react.web.v1"
 LOCALE = "en-US"
-
-SYSTEM_TYPES: Mapping[str, str] = {
-    "id": "identity",
-    "_version": "version",
-    "tenant_id": "system_string",
-    "created_at": "system_string",
-    "updated_at": "system_string",
-}
 
 
 def humanise(name: str) -> str:
@@ -60,7 +53,7 @@ def field_descriptor(field: Field, *, as_input: bool = False) -> dict[str, Any]:
 
 def system_descriptor(name: str) -> dict[str, Any]:
     """A FieldDescriptor of a system field."""
-    return {"name": name, "type": SYSTEM_TYPES[name], "label": humanise(name)}
+    return {"name": name, "type": SYSTEM[name].view_type, "label": humanise(name)}
 
 
 def action_descriptor(
@@ -91,9 +84,7 @@ class ViewSchemaTemplate:
         self.projection = projection
         entity = projection.entity
         self.fields = [
-            system_descriptor(name)
-            if name in SYSTEM_TYPES
-            else field_descriptor(entity.fields[name])
+            system_descriptor(name) if name in SYSTEM else field_descriptor(entity.fields[name])
             for name in projection.definition.fields
         ]
         self.list_actions = [

@@ -50,21 +50,6 @@ logger = logging.getLogger("tessera.runtime")
 
 Outputs = dict[str, Any]
 
-AUDIT_COLUMNS = (
-    "id",
-    "tenant_id",
-    "actor_id",
-    "roles",
-    "action",
-    "entity",
-    "subject_id",
-    "inputs",
-    "outputs",
-    "graph_hash",
-    "created_at",
-)
-"""Columns of an audit record, in the order :meth:`ActionRuntime._audit` passes them."""
-
 
 def new_ulid() -> str:
     """A new ULID as its canonical 26-character string."""
@@ -171,7 +156,7 @@ class ActionRuntime:
             for fqn, render in self._subject_renderers.items()
         }
         audit = schema.audit
-        self._audit_sql = sql.insert(dialect, audit.name, AUDIT_COLUMNS)
+        self._audit_sql = sql.insert(dialect, audit.name, schema.audit_columns)
 
     async def invoke(self, fqn: str, actor: Actor, body: Mapping[str, Any]) -> Outputs:
         """Run action ``fqn`` for ``actor`` with a decoded request body; return its outputs.

@@ -7,24 +7,22 @@ from operator import itemgetter
 from typing import Any, Final
 
 from host.graph.model import CompiledEntity
-from host.values import render, render_datetime, render_system
-from plugin_api.definitions import SYSTEM_FIELDS, FieldType
+from host.systemfields import SYSTEM
+from host.values import render, render_datetime
+from plugin_api.definitions import FieldType
 
 Renderer = Callable[[Any], Any]
 
 _TEXT_TYPES: Final = frozenset({FieldType.STRING.value, FieldType.ENUM.value})
-_TEXT_SYSTEM: Final = frozenset({"id", "tenant_id", "_version"})
-_DATETIME_SYSTEM: Final = frozenset({"created_at", "updated_at"})
 _AS_STORED: Final = frozenset({str, type(None)})
 """Types a text column's value is rendered as, unchanged."""
 
 
 def field_renderer(entity: CompiledEntity, name: str) -> Renderer:
     """The function turning the stored value of column ``name`` into its read shape."""
-    if name in _DATETIME_SYSTEM:
-        return render_datetime
-    if name in SYSTEM_FIELDS:
-        return lambda value: render_system(name, value)
+    system = SYSTEM.get(name)
+    if system is not None:
+        return render_datetime if system.datetime else system.render
     field = entity.fields[name]
     field_type, currency = field.type.value, field.currency
     if field_type == FieldType.DATETIME.value:
@@ -34,8 +32,9 @@ def field_renderer(entity: CompiledEntity, name: str) -> Renderer:
 
 def _is_text(entity: CompiledEntity, name: str) -> bool:
     """Whether column ``name`` renders as text: a ``str`` (or null) is shown as stored."""
-    if name in SYSTEM_FIELDS:
-        return name in _TEXT_SYSTEM
+    system = SYSTEM.get(name)
+    if system is not None:
+        return not system.datetime
     return entity.fields[name].type.value in _TEXT_TYPES
 
 
@@ -89,4 +88,4 @@ class RowRenderer:
 
 def all_columns(entity: CompiledEntity) -> tuple[str, ...]:
     """Every column of an entity: system fields first, then declared fields in order."""
-    return (*SYSTEM_FIELDS, *entity.fields)
+    return (*SYSTEM, *entity.fields)

@@ -9,24 +9,21 @@ from types import MappingProxyType
 import sqlalchemy as sa
 
 from host.graph.model import CompiledEntity, Graph
-from host.values import column_type
+from host.systemfields import SYSTEM, TABLE_KEY
+from host.values import DATETIME_TEXT_LENGTH as DATETIME_LENGTH
+from host.values import ULID_LENGTH, column_type
 
 AUDIT_TABLE = "tessera_audit"
 SEQUENCE_TABLE = "tessera_sequences"
 
-ULID_LENGTH = 26
-DATETIME_LENGTH = 27
-
 
 def _entity_table(metadata: sa.MetaData, entity: CompiledEntity) -> sa.Table:
+    # (tenant_id, id) is the primary key: per-tenant scans in id order and (tenant, id)
+    # lookups are both served by it, with no second index. Its columns come first.
+    system = [*TABLE_KEY, *(name for name in SYSTEM if name not in TABLE_KEY)]
     columns: list[sa.Column[object]] = [
-        # (tenant_id, id) is the primary key: per-tenant scans in id order and (tenant, id)
-        # lookups are both served by it, with no second index.
-        sa.Column("tenant_id", sa.Text, primary_key=True),
-        sa.Column("id", sa.String(ULID_LENGTH), primary_key=True),
-        sa.Column("created_at", sa.String(DATETIME_LENGTH), nullable=False),
-        sa.Column("updated_at", sa.String(DATETIME_LENGTH), nullable=False),
-        sa.Column("_version", sa.String(ULID_LENGTH), nullable=False),
+        sa.Column(name, SYSTEM[name].column_type(), primary_key=name in TABLE_KEY, nullable=False)
+        for name in system
     ]
     columns.extend(
         sa.Column(field.name, column_type(field), nullable=True) for field in entity.fields.values()
@@ -80,6 +77,11 @@ class Schema:
     """Entity tables by entity FQN."""
     audit: sa.Table
     sequences: sa.Table
+
+    @property
+    def audit_columns(self) -> tuple[str, ...]:
+        """The columns of an audit record, in table order: all but the database's ``seq``."""
+        return tuple(column.name for column in self.audit.columns if column.name != "seq")
 
 
 def build_schema(graph: Graph) -> Schema:

@@ -9,16 +9,13 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
+from host.systemfields import SYSTEM, render_system
 from host.values import (
-    SYSTEM_COLUMN_TYPES,
-    SYSTEM_FIELD_TYPES,
     column_type,
     now_db,
     render,
     render_datetime,
     render_field,
-    render_system,
-    system_column_type,
 )
 from plugin_api.definitions import SYSTEM_FIELDS, Field, FieldType
 
@@ -165,22 +162,24 @@ def test_boolean_column_has_no_check_constraint() -> None:
     assert column.create_constraint is False
 
 
-def test_system_columns() -> None:
-    assert set(SYSTEM_COLUMN_TYPES) == set(SYSTEM_FIELDS) == set(SYSTEM_FIELD_TYPES)
-    assert SYSTEM_FIELD_TYPES["id"] == "identity"
-    assert SYSTEM_FIELD_TYPES["_version"] == "version"
+def test_system_fields_are_described_once() -> None:
+    assert tuple(SYSTEM) == SYSTEM_FIELDS
+    assert SYSTEM["id"].view_type == "identity"
+    assert SYSTEM["_version"].view_type == "version"
     for name in ("id", "_version"):
-        column = system_column_type(name)
+        column = SYSTEM[name].column_type()
         assert isinstance(column, sa.String) and column.length == 26
     for name in ("created_at", "updated_at"):
-        column = system_column_type(name)
+        column = SYSTEM[name].column_type()
         assert isinstance(column, sa.String) and column.length == 27
-    assert type(system_column_type("tenant_id")) is sa.Text
+        assert SYSTEM[name].datetime
+    assert type(SYSTEM["tenant_id"].column_type()) is sa.Text
+    assert SYSTEM["id"].column_type() is not SYSTEM["id"].column_type()
 
 
 def test_column_types_build_a_table() -> None:
     metadata = sa.MetaData()
-    columns = [sa.Column(name, system_column_type(name)) for name in SYSTEM_FIELDS]
+    columns = [sa.Column(name, SYSTEM[name].column_type()) for name in SYSTEM_FIELDS]
     columns += [
         sa.Column(t.value, column_type(Field(name=t.value, type=t, options=("a",), currency="X")))
         for t in FieldType
