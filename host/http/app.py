@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTo
 from host import jsonio
 from host.config import Settings
 from host.graph import Graph, build_graph
+from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.viewschema import ViewSchemaTemplate
@@ -120,7 +121,10 @@ def create_app(
             headers.getlist("X-Actor-Roles"),
         )
         body = jsonio.loads_object(raw)
-        outputs = await service().runtime.invoke(fqn, actor, body)
+        runtime = service().runtime
+        action = runtime.permitted(fqn, actor)
+        subject_id = parse_subject_id(action, actor, body)
+        outputs = await runtime.run(action, actor, subject_id, parse_inputs(body))
         return json_response({"ok": True, "outputs": outputs})
 
     @app.errorhandler(TesseraError)

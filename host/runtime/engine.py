@@ -5,6 +5,10 @@ Per action the database sees one transaction of a bounded number of statements, 
 number of fields or rows: create = INSERT row + INSERT audit; transition and update = SELECT
 subject + UPDATE ... RETURNING (guarded by ``_version``) + INSERT audit. A custom effect adds
 only the statements it runs itself (``next_sequence`` is one upsert).
+
+The row's write and its audit record are not run here: the unit of work returns them as its
+:class:`~host.storage.Closing`, and the storage runs them and commits (one round trip on
+SQLite). The request body is read by the HTTP layer (:mod:`host.http.bodies`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,17 @@ from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
 from host.runtime.rows import RowRenderer, all_columns
-from host.storage import Schema, Statement, StatementFailed, Storage, TransientConflict, Tx, sql
+from host.storage import (
+    Closing,
+    NothingMatched,
+    Schema,
+    Statement,
+    StatementFailed,
+    Storage,
+    TransientConflict,
+    Tx,
+    sql,
+)
 from host.values import coerce_default, coerce_write, now_db
 from plugin_api.definitions import (
     CreateAction,
@@ -40,7 +54,6 @@ from plugin_api.errors import (
     NotFound,
     PolicyDenied,
     PolicySubjectRequired,
-    TenantBoundaryViolation,
     TesseraError,
     UnknownAction,
     WorkflowStateMismatch,
@@ -51,49 +64,23 @@ logger = logging.getLogger("tessera.runtime")
 Outputs = dict[str, Any]
 
 
+class _Attempt:
+    """What a failed unit of work is reported with: the row it wrote (the subject's id, or
+    the id given to a created row) and the value that did not render, if one did not."""
+
+    __slots__ = ("record_id", "unrenderable")
+
+    def __init__(self, subject_id: str | None) -> None:
+        self.record_id = subject_id or ""
+        self.unrenderable: Exception | None = None
+
+
 def new_ulid() -> str:
     """A new ULID as its canonical 26-character string."""
     return str(ULID())
 
 
-# -- request parsing (pure, before any database work) -----------------------------------------
-
-
-def parse_subject_id(action: CompiledAction, actor: Actor, body: Mapping[str, Any]) -> str | None:
-    """The subject's id for transition and update actions (``None`` for create)."""
-    if action.kind == "create":
-        return None
-    if "subject" not in body:
-        raise BadRequest(f"Action '{action.fqn}' requires a subject; the body has none")
-    subject = body["subject"]
-    if subject is None:
-        raise PolicySubjectRequired(f"Action '{action.fqn}' requires a subject; got null")
-    if not isinstance(subject, dict):
-        raise BadRequest("subject must be an object {tenantId, entityFqn, identityHandle}")
-    tenant = subject.get("tenantId")
-    if not isinstance(tenant, str):
-        raise BadRequest("subject.tenantId must be a string")
-    if tenant != actor.tenant_id:
-        raise TenantBoundaryViolation("subject.tenantId differs from the active tenant")
-    entity_fqn = subject.get("entityFqn", action.entity.fqn)
-    if entity_fqn != action.entity.fqn:
-        raise BadRequest(
-            f"subject.entityFqn must be '{action.entity.fqn}' for action '{action.fqn}'"
-        )
-    handle = subject.get("identityHandle")
-    if not isinstance(handle, str) or not handle:
-        raise BadRequest("subject.identityHandle must be a non-empty string")
-    return handle
-
-
-def parse_inputs(body: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The ``inputs`` object (absent or null means no inputs)."""
-    inputs = body.get("inputs")
-    if inputs is None:
-        return {}
-    if not isinstance(inputs, dict):
-        raise BadRequest("inputs must be an object")
-    return inputs
+# -- inputs (pure, before any database work) ---------------------------------------------------
 
 
 def _reject_unknown(
@@ -158,10 +145,11 @@ class ActionRuntime:
         audit = schema.audit
         self._audit_sql = sql.insert(dialect, audit.name, schema.audit_columns)
 
-    async def invoke(self, fqn: str, actor: Actor, body: Mapping[str, Any]) -> Outputs:
-        """Run action ``fqn`` for ``actor`` with a decoded request body; return its outputs.
+    def permitted(self, fqn: str, actor: Actor) -> CompiledAction:
+        """Action ``fqn``, if ``actor`` holds one of its roles.
 
-        Raises an error of the taxonomy for every refusal; the database is unchanged then.
+        :raises UnknownAction: no such action.
+        :raises PolicyDenied: the actor lacks every role the action requires.
         """
         action = self._graph.actions.get(fqn)
         if action is None:
@@ -169,17 +157,51 @@ class ActionRuntime:
         required = action.definition.roles
         if required and actor.roles.isdisjoint(required):
             raise PolicyDenied(f"Action '{fqn}' requires one of the roles: {', '.join(required)}")
-        subject_id = parse_subject_id(action, actor, body)
-        inputs = parse_inputs(body)
-        values = validate_inputs(action, inputs)
+        return action
 
-        async def unit_of_work(tx: Tx) -> Outputs:
-            return await self._run(tx, action, actor, subject_id, inputs, values)
+    async def invoke(
+        self,
+        fqn: str,
+        actor: Actor,
+        subject_id: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> Outputs:
+        """:meth:`permitted`, then :meth:`run`."""
+        return await self.run(self.permitted(fqn, actor), actor, subject_id, inputs or {})
+
+    async def run(
+        self,
+        action: CompiledAction,
+        actor: Actor,
+        subject_id: str | None,
+        inputs: Mapping[str, Any],
+    ) -> Outputs:
+        """Run a permitted ``action`` for ``actor`` on the row ``subject_id`` (``None`` for a
+        create) with ``inputs``; return its outputs.
+
+        Raises an error of the taxonomy for every refusal; the database is unchanged then.
+        """
+        if action.kind == "create":
+            if subject_id is not None:
+                raise ValueError(f"action '{action.fqn}' creates a row: it takes no subject")
+        elif subject_id is None:
+            raise PolicySubjectRequired(f"Action '{action.fqn}' requires a subject; got null")
+        values = validate_inputs(action, inputs)
+        attempt = _Attempt(subject_id)
+
+        async def unit_of_work(tx: Tx) -> Closing[Outputs]:
+            return await self._run(tx, action, actor, subject_id, attempt, inputs, values)
 
         try:
-            return await self._storage.transaction(unit_of_work)
+            return await self._storage.unit_of_work(unit_of_work)
         except TransientConflict as exc:
             raise ConcurrencyConflict() from exc
+        except NothingMatched:
+            raise _lost_race(action.entity, attempt.record_id) from None
+        except StatementFailed as failed:
+            if failed.index == 0 or failed.error is attempt.unrenderable:
+                raise failed.error from None
+            raise _audit_failed(action, attempt.record_id, failed.error) from failed.error
 
     async def _run(
         self,
@@ -187,9 +209,12 @@ class ActionRuntime:
         action: CompiledAction,
         actor: Actor,
         subject_id: str | None,
+        attempt: _Attempt,
         inputs: Mapping[str, Any],
         values: dict[str, Any],
-    ) -> Outputs:
+    ) -> Closing[Outputs]:
+        """Policy -> subject -> custom policies -> workflow gate -> effect; the row and its
+        audit record are the statements the unit of work ends with."""
         entity = action.entity
         render = self._subject_renderers[entity.fqn]
         row: dict[str, Any] | None = None
@@ -223,37 +248,26 @@ class ActionRuntime:
 
         version = new_ulid()
         if subject_id is None:
-            record_id = new_ulid()
+            attempt.record_id = record_id = new_ulid()
             write = self._insert(entity, actor, ctx, record_id, version, now)
         else:
             assert row is not None
             record_id = subject_id
             write = self._update(entity, actor, ctx, record_id, row["_version"], version, now)
-        guarded = subject_id is not None
+        # The row, then its audit record. A value that does not render, or an audit record
+        # that cannot be built, fails in the audit record's place: after the row's write,
+        # so that a lost race is still reported first.
         try:
             outputs = self._outputs(action, ctx, record_id, version)
+        except Exception as exc:
+            attempt.unrenderable = exc
+            return Closing({}, (write, exc), guarded=subject_id is not None)
+        audit: Statement | Exception
+        try:
             audit = self._audit(action, actor, record_id, inputs, outputs, now)
-        except Exception:
-            # Rare (a value that does not render or serialise): take the steps one by one so
-            # that the errors come in their usual order, a lost race first.
-            await self._write_row(tx, entity, record_id, write, guarded)
-            outputs = self._outputs(action, ctx, record_id, version)
-            try:
-                await tx.rows(*self._audit(action, actor, record_id, inputs, outputs, now))
-            except Exception as exc:
-                raise _audit_failed(action, record_id, exc) from exc
-            return outputs
-        # The row and its audit record in one batch, with the COMMIT (one round trip on
-        # SQLite); a guarded update that matches nothing stops it before the audit.
-        try:
-            results = await tx.batch((write, audit), commit=True, stop_on_empty=guarded)
-        except StatementFailed as failed:
-            if failed.index == 0:
-                raise failed.error from None
-            raise _audit_failed(action, record_id, failed.error) from failed.error
-        if guarded and not results[0]:
-            raise _lost_race(entity, record_id)
-        return outputs
+        except Exception as exc:
+            audit = exc
+        return Closing(outputs, (write, audit), guarded=subject_id is not None)
 
     # -- chain steps ----------------------------------------------------------------------
 
@@ -382,14 +396,6 @@ class ActionRuntime:
             (*changes.values(), actor.tenant_id, record_id, read_version),
         )
 
-    @staticmethod
-    async def _write_row(
-        tx: Tx, entity: CompiledEntity, record_id: str, write: Statement, guarded: bool
-    ) -> None:
-        written = await tx.rows(*write)
-        if guarded and not written:
-            raise _lost_race(entity, record_id)
-
     def _outputs(
         self, action: CompiledAction, ctx: InvocationContext, record_id: str, version: str
     ) -> Outputs:
@@ -411,6 +417,7 @@ class ActionRuntime:
         outputs: Outputs,
         now: str,
     ) -> Statement:
+        """The audit record's INSERT; values in the order of ``Schema.audit_columns``."""
         return (
             self._audit_sql,
             (

@@ -3,9 +3,11 @@
 from host.storage import sql
 from host.storage.database import Storage, StorageError, TransientConflict
 from host.storage.schema import Schema, build_schema
-from host.storage.tx import Row, Statement, StatementFailed, Tx
+from host.storage.tx import Closing, NothingMatched, Row, Statement, StatementFailed, Tx
 
 __all__ = [
+    "Closing",
+    "NothingMatched",
     "Row",
     "Schema",
     "Statement",

@@ -38,7 +38,7 @@ from host.config import Settings
 from host.logs import request_id_var
 from host.storage.schema import Schema
 from host.storage.sql import Sql
-from host.storage.tx import Row, Tx, matches_nothing
+from host.storage.tx import Closing, Row, StatementFailed, Tx, matches_nothing
 
 __all__ = ["Row", "Storage", "StorageError", "TransientConflict", "Tx"]
 
@@ -156,6 +156,22 @@ class Storage:
     async def transaction(self, work: Callable[[Tx], Awaitable[T]]) -> T:
         """Run ``work`` in one transaction, committed if it returns, rolled back if it
         raises. Cancelling the caller does not interrupt it."""
+
+        async def whole(tx: Tx) -> Closing[T]:
+            return Closing(await work(tx))
+
+        return await self.unit_of_work(whole)
+
+    async def unit_of_work(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
+        """Run ``work``, then the statements its :class:`~host.storage.tx.Closing` ends
+        with, and commit (on SQLite in the same round trip as those statements); roll back
+        if anything raises. Return the closing's result. Cancelling the caller does not
+        interrupt it.
+
+        :raises StatementFailed: a closing statement failed.
+        :raises NothingMatched: the closing's guarded statement returned no row.
+        :raises TransientConflict: the database aborted the transaction for a concurrent one.
+        """
         return await self._detached(self._run(work))
 
     async def _detached(self, work: Awaitable[T]) -> T:
@@ -171,7 +187,7 @@ class Storage:
         if not task.cancelled():
             task.exception()  # retrieved: an abandoned task must not log "never retrieved"
 
-    async def _run(self, work: Callable[[Tx], Awaitable[T]]) -> T:
+    async def _run(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
         try:
             if self.dialect == "sqlite":
                 return await self._run_sqlite(work)
@@ -179,29 +195,28 @@ class Storage:
         except StorageError:
             raise
         except Exception as exc:
-            if self._is_transient(exc):
-                raise TransientConflict(str(exc)) from exc
+            # A closing statement's error counts as much as one raised by the work itself.
+            cause = exc.error if isinstance(exc, StatementFailed) else exc
+            if self._is_transient(cause):
+                raise TransientConflict(str(cause)) from cause
             raise
 
-    async def _run_sqlite(self, work: Callable[[Tx], Awaitable[T]]) -> T:
+    async def _run_sqlite(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
         assert self._writer is not None, "storage is not connected"
         conn = self._writer
         async with self._write_lock:
             await self._ensure_idle_sqlite(conn, "writer")
             # BEGIN IMMEDIATE goes with the first statement (see ``Tx``) and the COMMIT with
-            # the last when the work asks for it: a create is one round trip to the thread.
+            # the closing statements: a create is one round trip to the thread.
             tx = Tx(conn, sqlite=True, begin="BEGIN IMMEDIATE")
             try:
-                result = await work(tx)
-                if tx.commit_error is not None:
-                    raise tx.commit_error
-                if tx.begun and not tx.committed:
-                    await Tx(conn, sqlite=True).rows("COMMIT")
+                closing = await work(tx)
+                await tx.close(closing)
             except BaseException:
-                if tx.begun and not tx.committed:
+                if tx.open:
                     await self._rollback_sqlite(conn)
                 raise
-            return result
+            return closing.result
 
     @staticmethod
     async def _rollback_sqlite(conn: Connection) -> None:
@@ -212,9 +227,12 @@ class Storage:
             # the transaction): the connection is usable as it is.
             logger.debug("rollback after failure found no transaction", exc_info=True)
 
-    async def _run_postgresql(self, work: Callable[[Tx], Awaitable[T]]) -> T:
+    async def _run_postgresql(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
         async with self._pooled() as conn, conn.transaction():
-            return await work(Tx(conn, sqlite=False))
+            tx = Tx(conn, sqlite=False)
+            closing = await work(tx)
+            await tx.close(closing)  # the closing statements; the commit is the block's
+            return closing.result
 
     @contextlib.asynccontextmanager
     async def _pooled(self) -> AsyncIterator[Connection]:

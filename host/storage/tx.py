@@ -4,15 +4,16 @@ Two ways in:
 
 * the plugins' QueryHandle (``fetch_one``, ``fetch_all``, ``fetch_val``, ``execute``):
   SQLAlchemy constructs or text, compiled and run by ``databases``;
-* the runtime's own statements (:meth:`Tx.rows`, :meth:`Tx.batch`): SQL text from
-  :mod:`host.storage.sql` with positional parameters, run straight on the driver and
-  answered with positional rows.
+* the runtime's own statements (:meth:`Tx.rows`, :meth:`Tx.batch`, and the statements a
+  unit of work ends with, :class:`Closing`): SQL text from :mod:`host.storage.sql` with
+  positional parameters, run straight on the driver and answered with positional rows.
 
 On SQLite every statement is a hop to the connection's thread and back (``databases`` takes
-three: cursor, execute, close). :meth:`Tx.batch` runs a fixed list of statements, the
-deferred ``BEGIN IMMEDIATE`` before them and, when asked, the ``COMMIT`` after them, in one
-hop. It uses aiosqlite's ``Connection._execute`` (run a function on the connection's thread),
-private but unchanged since aiosqlite 0.x; without it the statements go one hop each.
+three: cursor, execute, close). A batch runs a fixed list of statements, with the deferred
+``BEGIN IMMEDIATE`` before them and, when it ends the unit of work, the ``COMMIT`` after
+them, in one hop. It uses aiosqlite's ``Connection._execute`` (run a function on the
+connection's thread), private but unchanged since aiosqlite 0.x; without it the statements
+go one hop each.
 """
 
 from __future__ import annotations
@@ -20,30 +21,61 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Generic, TypeVar
 
 from databases.core import Connection
 
 from host.storage.sql import Sql
 
-__all__ = ["Row", "Statement", "StatementFailed", "Tx"]
+__all__ = ["Closing", "NothingMatched", "Row", "Statement", "StatementFailed", "Tx"]
+
+T = TypeVar("T")
 
 Row = Mapping[str, Any]
 Statement = tuple[Sql, Sequence[Any]]
 """SQL text and its positional parameters."""
 
 sql_logger: Final = logging.getLogger("tessera.sql")
-"""One debug record ``Query: <sql> Args: <args>`` per statement run by :meth:`Tx.rows` or
-:meth:`Tx.batch` (the form of ``databases``' records for the statements it runs)."""
+"""One debug record ``Query: <sql> Args: <args>`` per statement run by :meth:`Tx.rows`,
+:meth:`Tx.batch` or a :class:`Closing` (the form of ``databases``' records for the
+statements it runs)."""
+
+_COMMIT: Final = "COMMIT"
 
 
 class StatementFailed(Exception):
-    """Statement ``index`` of a :meth:`Tx.batch` raised ``error`` (also the ``__cause__``)."""
+    """Statement ``index`` of a batch raised ``error`` (also the ``__cause__``)."""
 
     def __init__(self, index: int, error: Exception) -> None:
         super().__init__(f"statement {index} of the batch failed: {error}")
         self.index = index
         self.error = error
+
+
+class NothingMatched(Exception):
+    """The guarded first statement of a :class:`Closing` returned no row: a concurrent write
+    won. Nothing after it ran and the unit of work was rolled back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Closing(Generic[T]):
+    """How a unit of work ends: the value it returns and the statements it ends with.
+
+    The storage runs ``statements`` in order, then commits (on SQLite, in the same round
+    trip as the statements); if any of them fails, nothing is committed.
+
+    :param result: what :meth:`~host.storage.Storage.unit_of_work` returns once committed.
+    :param statements: the last statements. An exception in place of one is a statement
+        that could not be built: it fails where it would have run, as
+        :class:`StatementFailed` with that exception.
+    :param guarded: the first statement must return a row; when it returns none the
+        storage raises :class:`NothingMatched` instead of committing.
+    """
+
+    result: T
+    statements: Sequence[Statement | Exception] = ()
+    guarded: bool = False
 
 
 def matches_nothing(exc: BaseException) -> bool:
@@ -57,68 +89,103 @@ def matches_nothing(exc: BaseException) -> bool:
 
 
 class _Outcome:
-    """What a batch did on SQLite's connection thread."""
+    """What a batch did (on SQLite: on the connection's thread)."""
 
-    __slots__ = ("begun", "commit_error", "committed", "error", "failed_at", "results")
+    __slots__ = ("begun", "committed", "error", "failed_at", "results", "sent")
 
     def __init__(self) -> None:
         self.results: list[Sequence[Any]] = []
         self.begun = False
         self.committed = False
-        self.failed_at: int | None = None  # -1: the BEGIN
+        self.sent: list[Statement] = []
+        """What reached the driver, in order (BEGIN and COMMIT included), for the log."""
+        self.failed_at: int | None = None
+        """Index of the statement that failed; -1: the BEGIN; ``len(statements)``: the
+        COMMIT."""
         self.error: Exception | None = None
-        self.commit_error: Exception | None = None
+
+
+Step = tuple[int, Statement | Exception]
+
+
+def _steps(
+    begin: str | None, statements: Sequence[Statement | Exception], commit: bool
+) -> list[Step]:
+    """What a batch sends, each with its index: -1 the BEGIN, ``len(statements)`` the COMMIT."""
+    steps: list[Step] = [(-1, (begin, ()))] if begin else []
+    steps.extend(enumerate(statements))
+    if commit:
+        steps.append((len(statements), (_COMMIT, ())))
+    return steps
+
+
+def _took(outcome: _Outcome, index: int, rows: Sequence[Any], count: int, guarded: int) -> bool:
+    """Record the rows of step ``index`` of a batch of ``count``; True: stop here (an empty
+    result of one of the first ``guarded`` statements)."""
+    if index < 0:
+        outcome.begun = True
+    elif index == count:
+        outcome.committed = True
+    else:
+        outcome.results.append(rows)
+        return index < guarded and not rows
+    return False
 
 
 def _sqlite_batch(
     conn: sqlite3.Connection,
     begin: str | None,
-    statements: Sequence[Statement],
+    statements: Sequence[Statement | Exception],
+    guarded: int,
     commit: bool,
-    stop_on_empty: bool,
 ) -> _Outcome:
     """Runs on the connection's thread: [BEGIN,] statements in order (stopping at the first
-    failure, or at the first empty result when ``stop_on_empty``), [COMMIT]."""
+    failure, or at an empty result of one of the first ``guarded``), [COMMIT after them all]."""
     outcome = _Outcome()
-    if begin is not None:
+    for index, step in _steps(begin, statements, commit):
+        if isinstance(step, Exception):
+            outcome.failed_at, outcome.error = index, step
+            break
+        outcome.sent.append(step)
         try:
-            conn.execute(begin)
-        except Exception as exc:
-            outcome.failed_at, outcome.error = -1, exc
-            return outcome
-        outcome.begun = True
-    for index, (sql, args) in enumerate(statements):
-        try:
-            rows = conn.execute(sql, args).fetchall()
+            rows = conn.execute(*step).fetchall()
         except Exception as exc:
             outcome.failed_at, outcome.error = index, exc
-            return outcome
-        outcome.results.append(rows)
-        if stop_on_empty and not rows:
-            return outcome
-    if commit:
-        try:
-            conn.execute("COMMIT")
-        except Exception as exc:
-            outcome.commit_error = exc
-        else:
-            outcome.committed = True
+            break
+        if _took(outcome, index, rows, len(statements), guarded):
+            break
     return outcome
 
 
-def _log(begin: str | None, statements: Sequence[Statement], outcome: _Outcome) -> None:
-    """Log the statements the driver was sent, in order (after the fact: a batch stops at
-    the first failure or empty result)."""
-    if not sql_logger.isEnabledFor(logging.DEBUG):
-        return
-    sent: list[Statement] = [(begin, ())] if begin is not None else []
-    if outcome.failed_at != -1:
-        ran = len(outcome.results) + (outcome.failed_at is not None)
-        sent.extend(statements[:ran])
-        if outcome.committed or outcome.commit_error is not None:
-            sent.append(("COMMIT", ()))
-    for sql, args in sent:
-        sql_logger.debug("Query: %s Args: %r", sql, args)
+async def _sqlite_one_by_one(
+    raw: Any,
+    begin: str | None,
+    statements: Sequence[Statement | Exception],
+    guarded: int,
+    commit: bool,
+) -> _Outcome:  # pragma: no cover - an aiosqlite without ``_execute``
+    """:func:`_sqlite_batch`, one hop per statement."""
+    outcome = _Outcome()
+    for index, step in _steps(begin, statements, commit):
+        if isinstance(step, Exception):
+            outcome.failed_at, outcome.error = index, step
+            break
+        outcome.sent.append(step)
+        try:
+            rows = await raw.execute_fetchall(*step)
+        except Exception as exc:
+            outcome.failed_at, outcome.error = index, exc
+            break
+        if _took(outcome, index, rows, len(statements), guarded):
+            break
+    return outcome
+
+
+def _log(outcome: _Outcome) -> None:
+    """Log the statements the driver was sent, in order (after the fact)."""
+    if sql_logger.isEnabledFor(logging.DEBUG):
+        for sql, args in outcome.sent:
+            sql_logger.debug("Query: %s Args: %r", sql, args)
 
 
 class Tx:
@@ -127,113 +194,95 @@ class Tx:
     ``begin`` (SQLite's writer: ``"BEGIN IMMEDIATE"``) is sent with the first statement, so
     a unit of work that fails before its first statement never opens a transaction."""
 
-    __slots__ = ("_begin", "_conn", "_sqlite", "begun", "commit_error", "committed")
+    __slots__ = ("_begin", "_conn", "_sqlite", "open")
 
     def __init__(self, conn: Connection, *, sqlite: bool, begin: str | None = None) -> None:
         self._conn = conn
         self._sqlite = sqlite
         self._begin = begin
-        self.begun = False
-        """The deferred ``begin`` was sent and succeeded."""
-        self.committed = False
-        """A batch with ``commit=True`` committed the transaction."""
-        self.commit_error: Exception | None = None
-        """The error of that ``COMMIT``, raised by the storage when the work returns."""
+        self.open = False
+        """SQLite: the deferred ``begin`` was sent and the transaction is not committed yet
+        (the storage rolls it back when the unit of work fails)."""
 
     # -- the runtime's statements -----------------------------------------------------------
 
     async def rows(self, sql: Sql, args: Sequence[Any] = ()) -> Sequence[Sequence[Any]]:
         """Run one statement; its rows as positional sequences. Errors are the driver's."""
-        outcome = await self._execute(((sql, args),), commit=False, stop_on_empty=False)
+        outcome = await self._execute(((sql, args),), guarded=0)
         if outcome.error is not None:
             raise outcome.error
         return outcome.results[0]
 
     async def batch(
-        self, statements: Sequence[Statement], *, commit: bool = False, stop_on_empty: bool = False
+        self, statements: Sequence[Statement], *, stop_on_empty: bool = False
     ) -> list[Sequence[Sequence[Any]]]:
         """Run ``statements`` in order; the rows of each one run.
 
         ``stop_on_empty``: stop after the first statement that returns no row (the results
-        are then shorter, or end with an empty one). ``commit``: the batch is the last thing
-        the unit of work runs; on SQLite its ``COMMIT`` goes in the same round trip (a failed
-        ``COMMIT`` is raised by the storage when the work returns), on PostgreSQL the commit
-        is the storage's as usual.
+        are then shorter, or end with an empty one).
 
         :raises StatementFailed: naming the statement that failed (nothing after it ran).
             A failure of the deferred ``BEGIN`` is raised as the driver's error.
         """
-        outcome = await self._execute(statements, commit=commit, stop_on_empty=stop_on_empty)
-        if outcome.error is not None:
-            assert outcome.failed_at is not None
-            if outcome.failed_at < 0:
-                raise outcome.error
-            raise StatementFailed(outcome.failed_at, outcome.error) from outcome.error
+        outcome = await self._execute(statements, guarded=len(statements) if stop_on_empty else 0)
+        _raise_failure(outcome, len(statements))
         return outcome.results
 
+    async def close(self, closing: Closing[Any]) -> None:
+        """Run the statements ``closing`` ends with; on SQLite commit with them (the
+        storage's: a unit of work returns its :class:`Closing` instead of calling this).
+
+        :raises StatementFailed: a statement failed; nothing is committed.
+        :raises NothingMatched: the guarded statement returned no row; nothing committed.
+        """
+        statements = closing.statements
+        if not statements and not self.open:
+            return  # nothing ran, nothing to commit
+        outcome = await self._execute(statements, guarded=int(closing.guarded), commit=True)
+        _raise_failure(outcome, len(statements))
+        if closing.guarded and statements and not outcome.results[0]:
+            raise NothingMatched()
+
     async def _execute(
-        self, statements: Sequence[Statement], *, commit: bool, stop_on_empty: bool
+        self,
+        statements: Sequence[Statement | Exception],
+        *,
+        guarded: int,
+        commit: bool = False,
     ) -> _Outcome:
-        if self.committed or self.commit_error is not None:
-            raise RuntimeError("this unit of work has already sent its COMMIT")
         outcome: _Outcome
         if not self._sqlite:
-            outcome = await self._postgresql(statements, stop_on_empty)
-            _log(None, statements, outcome)
+            outcome = await self._postgresql(statements, guarded)
+            _log(outcome)
             return outcome
         raw = self._conn.raw_connection
         begin = self._begin
         run_on_thread = getattr(raw, "_execute", None)
         if run_on_thread is not None:
             outcome = await run_on_thread(
-                lambda: _sqlite_batch(raw._conn, begin, statements, commit, stop_on_empty)
+                lambda: _sqlite_batch(raw._conn, begin, statements, guarded, commit)
             )
         else:  # pragma: no cover - an aiosqlite without ``_execute``: one hop per statement
-            outcome = await self._sqlite_one_by_one(raw, begin, statements, commit, stop_on_empty)
-        _log(begin, statements, outcome)
+            outcome = await _sqlite_one_by_one(raw, begin, statements, guarded, commit)
+        _log(outcome)
         if outcome.begun:
             self._begin = None
-            self.begun = True
-        self.committed = outcome.committed
-        self.commit_error = outcome.commit_error
+            self.open = True
+        if outcome.committed:
+            self.open = False
         return outcome
 
-    @staticmethod
-    async def _sqlite_one_by_one(
-        raw: Any,
-        begin: str | None,
-        statements: Sequence[Statement],
-        commit: bool,
-        stop_on_empty: bool,
+    async def _postgresql(
+        self, statements: Sequence[Statement | Exception], guarded: int
     ) -> _Outcome:
         outcome = _Outcome()
-        steps: list[tuple[int, Statement]] = [(-1, (begin, ()))] if begin is not None else []
-        steps.extend(enumerate(statements))
-        for index, (sql, args) in steps:
-            try:
-                rows = await raw.execute_fetchall(sql, args)
-            except Exception as exc:
-                outcome.failed_at, outcome.error = index, exc
-                return outcome
-            if index < 0:
-                outcome.begun = True
-                continue
-            outcome.results.append(rows)
-            if stop_on_empty and not rows:
-                return outcome
-        if commit:
-            try:
-                await raw.execute_fetchall("COMMIT", ())
-            except Exception as exc:
-                outcome.commit_error = exc
-            else:
-                outcome.committed = True
-        return outcome
-
-    async def _postgresql(self, statements: Sequence[Statement], stop_on_empty: bool) -> _Outcome:
-        outcome = _Outcome()
         raw = self._conn.raw_connection
-        for index, (sql, args) in enumerate(statements):
+        for index, step in enumerate(statements):
+            if isinstance(step, Exception):
+                outcome.failed_at, outcome.error = index, step
+                return outcome
+            sql, args = step
+            outcome.sent.append(step)
             try:
                 # asyncpg prepares each distinct text once per connection and caches it.
                 rows = await raw.fetch(sql, *args)
@@ -243,13 +292,13 @@ class Tx:
                     return outcome
                 rows = []
             outcome.results.append(rows)
-            if stop_on_empty and not rows:
+            if index < guarded and not rows:
                 break
         return outcome
 
     async def _ensure_begun(self) -> None:
         if self._begin is not None:
-            outcome = await self._execute((), commit=False, stop_on_empty=False)
+            outcome = await self._execute((), guarded=0)
             if outcome.error is not None:
                 raise outcome.error
 
@@ -282,3 +331,14 @@ class Tx:
     async def execute(self, query: Any, values: Mapping[str, Any] | None = None) -> None:
         await self._ensure_begun()
         await self._conn.execute(query, dict(values) if values else None)
+
+
+def _raise_failure(outcome: _Outcome, count: int) -> None:
+    """Raise what stopped a batch of ``count`` statements: the BEGIN's or the COMMIT's error
+    as it is, a statement's as :class:`StatementFailed`."""
+    if outcome.error is None:
+        return
+    assert outcome.failed_at is not None
+    if outcome.failed_at < 0 or outcome.failed_at == count:
+        raise outcome.error
+    raise StatementFailed(outcome.failed_at, outcome.error) from outcome.error

@@ -38,20 +38,13 @@ async def service(tessera_database_url: str, lab: LabPlugin) -> AsyncIterator[Se
         await asyncio.wait_for(running.stop(), 15)
 
 
-def subject(record_id: str) -> dict[str, Any]:
-    return {"tenantId": "t1", "entityFqn": ITEM, "identityHandle": record_id}
-
-
 async def add(service: Service, name: str) -> str:
-    outputs = await service.runtime.invoke(
-        ITEM + ".add", ACTOR, {"subject": None, "inputs": {"name": name}}
-    )
+    outputs = await service.runtime.invoke(ITEM + ".add", ACTOR, None, {"name": name})
     return str(outputs["id"])
 
 
 def invoke(service: Service, fqn: str, record_id: str, name: str) -> asyncio.Task[Any]:
-    body = {"subject": subject(record_id), "inputs": {"name": name}}
-    return asyncio.ensure_future(service.runtime.invoke(fqn, ACTOR, body))
+    return asyncio.ensure_future(service.runtime.invoke(fqn, ACTOR, record_id, {"name": name}))
 
 
 class Gate:

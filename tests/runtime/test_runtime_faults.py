@@ -117,8 +117,8 @@ async def test_audit_failure_rolls_back_every_kind_of_action(host: Host) -> None
 async def test_audit_record_that_cannot_be_built_rolls_back(
     host: Host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The runtime sends the row and its audit record together; if the audit record cannot
-    even be built, it falls back to one statement at a time and still rolls everything back."""
+    """The runtime ends with the row and its audit record; if the audit record cannot even be
+    built, it fails in the audit record's place and everything is still rolled back."""
     url = host.database_url
     agent = host.client(actor="alice", roles=["agent"])
     ticket = (await agent.action(TICKET + ".create", inputs={"title": "T"})).outputs["id"]
