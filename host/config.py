@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -47,100 +47,77 @@ class Setting:
         return "TESSERA_" + self.name.upper()
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        name="database_url",
-        parse=str.strip,
-        default="sqlite:///tessera.db",
-        help="Database URL: sqlite:///path/to/file.db (default, relative to the working "
-        "directory) or postgresql://user@host:port/dbname.",
-    ),
-    Setting(
-        name="api_prefix",
-        parse=_parse_prefix,
-        default="/api",
-        help="Path prefix of every route (empty or '/' for none).",
-    ),
-    Setting(
-        name="max_body_bytes",
-        parse=_parse_positive_int,
-        default=1024 * 1024,
-        help="Largest accepted request body, in bytes; larger bodies get 413.",
-    ),
-    Setting(
-        name="service_name",
-        parse=str.strip,
-        default="tessera",
-        help="The 'service' value of the health response.",
-    ),
-    Setting(
-        name="plugins_disabled",
-        parse=_parse_names,
-        default=(),
-        help="Comma-separated entry-point names of installed plugins not to load.",
-    ),
-    Setting(
-        name="plugins_only",
-        parse=_parse_names,
-        default=(),
-        help="Comma-separated entry-point names: when set, load only these plugins.",
-    ),
-    Setting(
-        name="sqlite_busy_timeout_ms",
-        parse=_parse_positive_int,
-        default=30_000,
-        help="How long a SQLite writer waits for another process's write lock.",
-    ),
-    Setting(
-        name="pg_pool_min",
-        parse=_parse_positive_int,
-        default=2,
-        help="PostgreSQL: connections opened at startup per process.",
-    ),
-    Setting(
-        name="pg_pool_max",
-        parse=_parse_positive_int,
-        default=10,
-        help="PostgreSQL: most connections per process.",
-    ),
-    Setting(
-        name="list_chunk_rows",
-        parse=_parse_positive_int,
-        default=1000,
-        help="Rows read and serialised per chunk of a list projection; longer lists are streamed.",
-    ),
-    Setting(
-        name="response_timeout_s",
-        parse=_parse_positive_int,
-        default=60,
-        help="Seconds a response may take to send, a streamed list included; a stream cut "
-        "off by it closes the connection before the end of the body, and is logged.",
-    ),
-    Setting(
-        name="access_log",
-        parse=_parse_bool,
-        default=True,
-        help="Log one line per request on the 'tessera.access' logger.",
-    ),
-)
+def _setting(default: Any, parse: Callable[[str], Any], help: str) -> Any:
+    """A field of :class:`Settings`: its default, with the parser and help as metadata."""
+    return field(default=default, metadata={"parse": parse, "help": help})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Settings:
     """The host's configuration; immutable once read."""
 
-    database_url: str = "sqlite:///tessera.db"
-    api_prefix: str = "/api"
-    max_body_bytes: int = 1024 * 1024
-    service_name: str = "tessera"
-    plugins_disabled: tuple[str, ...] = ()
-    plugins_only: tuple[str, ...] = ()
-    sqlite_busy_timeout_ms: int = 30_000
-    pg_pool_min: int = 2
-    pg_pool_max: int = 10
-    list_chunk_rows: int = 1000
-    response_timeout_s: int = 60
-    access_log: bool = True
+    database_url: str = _setting(
+        "sqlite:///tessera.db",
+        str.strip,
+        "Database URL: sqlite:///path/to/file.db (default, relative to the working "
+        "directory) or postgresql://user@host:port/dbname.",
+    )
+    api_prefix: str = _setting(
+        "/api",
+        _parse_prefix,
+        "Path prefix of every route (empty or '/' for none).",
+    )
+    max_body_bytes: int = _setting(
+        1024 * 1024,
+        _parse_positive_int,
+        "Largest accepted request body, in bytes; larger bodies get 413.",
+    )
+    service_name: str = _setting(
+        "tessera",
+        str.strip,
+        "The 'service' value of the health response.",
+    )
+    plugins_disabled: tuple[str, ...] = _setting(
+        (),
+        _parse_names,
+        "Comma-separated entry-point names of installed plugins not to load.",
+    )
+    plugins_only: tuple[str, ...] = _setting(
+        (),
+        _parse_names,
+        "Comma-separated entry-point names: when set, load only these plugins.",
+    )
+    sqlite_busy_timeout_ms: int = _setting(
+        30_000,
+        _parse_positive_int,
+        "How long a SQLite writer waits for another process's write lock.",
+    )
+    pg_pool_min: int = _setting(
+        2,
+        _parse_positive_int,
+        "PostgreSQL: connections opened at startup per process.",
+    )
+    pg_pool_max: int = _setting(
+        10,
+        _parse_positive_int,
+        "PostgreSQL: most connections per process.",
+    )
+    list_chunk_rows: int = _setting(
+        1000,
+        _parse_positive_int,
+        "Rows read and serialised per chunk of a list projection; longer lists are streamed.",
+    )
+    response_timeout_s: int = _setting(
+        60,
+        _parse_positive_int,
+        "Seconds a response may take to send, a streamed list included; a stream cut "
+        "off by it closes the connection before the end of the body, and is logged.",
+    )
+    access_log: bool = _setting(
+        True,
+        _parse_bool,
+        "Log one line per request on the 'tessera.access' logger.",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -160,5 +137,11 @@ class Settings:
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(variable, current value, help) for every setting, for the CLI."""
-        current = {f.name: getattr(self, f.name) for f in fields(self)}
-        return [(s.env_var, repr(current[s.name]), s.help) for s in SETTINGS]
+        return [(s.env_var, repr(getattr(self, s.name)), s.help) for s in SETTINGS]
+
+
+SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(name=f.name, parse=f.metadata["parse"], default=f.default, help=f.metadata["help"])
+    for f in fields(Settings)
+)
+"""Every setting, in declaration order (the defaults are those of :class:`Settings`)."""

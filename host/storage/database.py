@@ -1,6 +1,6 @@
 """Connections, transactions and reads: the one place that knows SQLite from PostgreSQL.
 
-Design (see TRAPS.md for the measurements behind it):
+Design (each point answers a behaviour of the libraries measured before it was written):
 
 * SQLite: one long-lived writer connection per process, serialised by an asyncio lock, each
   unit of work in ``BEGIN IMMEDIATE`` so the write lock is taken up front (a deferred ``BEGIN``

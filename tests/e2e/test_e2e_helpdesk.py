@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
@@ -283,7 +284,7 @@ async def test_projections(
     assert result.json["metadata"]["entity"] == TICKET
     assert [f["name"] for f in result.json["fields"]] == fields
     assert [a["fqn"] for a in result.json["actions"]] == [f"{TICKET}.{a}" for a in actions]
-    rows = [result.item] if subject else result.items
+    rows: list[Any] = [result.item] if subject else result.items
     assert [list(row) for row in rows] == [fields]
     assert rows[0]["state"] == "in_progress" and rows[0]["assignee"] == "alice"
 

@@ -20,10 +20,10 @@ async def main(requests: list[dict[str, Any]]) -> int:
 
     app = create_app()
     try:
-        async with app.test_app() as test_app:  # type: ignore[arg-type]
+        async with app.test_app() as test_app:  # type: ignore[arg-type,unused-ignore]
             client = test_app.test_client()
             headers = {"X-Tenant-ID": "t1", "X-Actor-Id": "alice", "X-Actor-Roles": "staff"}
-            results = []
+            results: list[Any] = []
             for request in requests:
                 if "action" in request:
                     fqn = request["action"]

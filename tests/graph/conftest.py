@@ -67,7 +67,7 @@ def make_plugin(
     }
     for name, value in given.items():
         if value is not None:
-            hooks[name] = lambda value=value: value
+            hooks[name] = lambda value=value: value  # type: ignore[misc]
     return SimpleNamespace(**{name: hookimpl(_copy(fn)) for name, fn in hooks.items()})
 
 

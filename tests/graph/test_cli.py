@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,7 +95,7 @@ def test_serve_execs_hypercorn(monkeypatch: pytest.MonkeyPatch) -> None:
     def execvp(file: str, args: list[str]) -> None:
         calls.append((file, args))
 
-    monkeypatch.setattr(cli.os, "execvp", execvp)
+    monkeypatch.setattr(os, "execvp", execvp)
     cli.main(["serve"])
     cli.main(["serve", "--bind", "0.0.0.0:9000", "--workers", "4", "--", "--access-logfile", "-"])
     python = sys.executable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import pytest
 
@@ -16,7 +17,7 @@ CORS = {
 }
 
 
-def assert_cors(headers: dict[str, str]) -> None:
+def assert_cors(headers: Mapping[str, str]) -> None:
     lowered = {k.lower(): v for k, v in headers.items()}
     for name, value in CORS.items():
         assert lowered.get(name) == value, (name, lowered)

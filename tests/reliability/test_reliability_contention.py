@@ -113,6 +113,7 @@ async def test_two_hundred_concurrent_updates_over_ten_rows(
 
     successes: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)  # ticket -> version
     conflicts = 0
+    row: Any  # a row number here, a database row below
     for (row, n), response in zip(writes, responses, strict=True):
         if response.status_code == 200:
             outputs = response.json()["outputs"]

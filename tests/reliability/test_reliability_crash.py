@@ -2,7 +2,7 @@
 
 Several client tasks keep creating, editing and moving tickets and creating and issuing
 invoices. Mid-stream a worker child is killed with SIGKILL (twice). Hypercorn 0.18 stops the
-whole server when a worker dies (TRAPS.md); the test then restarts it on the same port and
+whole server when a worker dies; the test then restarts it on the same port and
 the stream carries on. Afterwards the database must hold no half-written action:
 
 * every row has exactly one create audit record, and replaying each subject's audit records

@@ -370,8 +370,8 @@ async def catalogue(host: HostProcess, database: str, tally: Counter[str]) -> di
                 '{"subject": null, "inputs": {"customer": "c", '
                 f'"amount": {{"amount": {literal}, "currency": "USD"}}}}}}'
             )
-            for fqn, raw in ((f"{TICKET}.create", ticket), (f"{INVOICE}.create", invoice)):
-                answer = await post(fqn, raw.encode(), numbers, {200, 400})
+            for fqn, text in ((f"{TICKET}.create", ticket), (f"{INVOICE}.create", invoice)):
+                answer = await post(fqn, text.encode(), numbers, {200, 400})
                 accepted += answer.status_code == 200
                 tally["inputs_numbers"] += 1
         assert await tenant_state(client, database, "numbers") == (accepted, accepted)

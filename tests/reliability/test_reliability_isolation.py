@@ -125,6 +125,7 @@ async def run_step(
     marker = f"<{actor}>#{next(model.counter)}"
     expected: set[int] | None = None
     if op in {"create_ticket", "create_invoice"}:
+        inputs: dict[str, Any]
         if op == "create_ticket":
             fqn, inputs = f"{TICKET}.create", {"title": marker}
         else:

@@ -93,7 +93,7 @@ async def test_two_instances_behave_as_one_service(
 
         # Every invoice of both tenants issued at once, spread over both instances, plus
         # duplicate issues of some of them (each must fail without consuming a number).
-        jobs = []
+        jobs: list[Any] = []
         for tenant in TENANTS:
             targets = [*invoices[tenant], *rng.sample(invoices[tenant], DUPLICATE_ISSUES)]
             rng.shuffle(targets)

@@ -221,7 +221,7 @@ class LabPlugin:
         verdict = self.policy(ctx)
         if hasattr(verdict, "__await__"):
             verdict = await verdict
-        return verdict  # type: ignore[no-any-return]  # passed through: only True allows
+        return verdict  # type: ignore[return-value]  # passed through: only True allows
 
     async def _effect(self, ctx: ActionContext) -> None:
         self.effect_calls.append({"changes": dict(ctx.changes), "inputs": dict(ctx.inputs)})

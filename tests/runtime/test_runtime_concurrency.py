@@ -1,7 +1,7 @@
 """Concurrent actions through the HTTP surface on one real database file (or PostgreSQL).
 
 SQLite refuses a deferred transaction's read -> write lock upgrade at once under concurrency
-("database is locked", TRAPS.md); the storage answers with one writer connection, an asyncio
+("database is locked"); the storage answers with one writer connection, an asyncio
 lock and ``BEGIN IMMEDIATE``. Lost races (PostgreSQL, or another process) are caught by the
 guarded ``UPDATE ... RETURNING`` and answered 409 ``ConcurrencyConflict``.
 """

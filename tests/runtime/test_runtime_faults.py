@@ -161,7 +161,7 @@ async def test_effect_crash_is_effect_failed_without_leaking_the_cause(
             assert SECRET not in str(result.json) and SECRET not in str(result.headers)
     assert await snapshot(url, *ALL_TABLES) == before
     # The cause is logged for the operator.
-    logged = [r for r in caplog.records if r.exc_info and SECRET in str(r.exc_info[1].__cause__)]
+    logged = [r for r in caplog.records if r.exc_info and SECRET in str(r.exc_info[1].__cause__)]  # type: ignore[union-attr]
     logged += [r for r in caplog.records if r.exc_info and SECRET in str(r.exc_info[1])]
     assert logged, [r.getMessage() for r in caplog.records]
 
@@ -352,7 +352,7 @@ async def test_effect_sees_the_pending_changes_and_its_set_is_output(
 async def test_effect_queries_from_child_tasks_share_the_transaction(
     tessera: Any, lab: LabPlugin, fail: Exception | None
 ) -> None:
-    """TRAPS.md: with ``databases``, a query issued from a child task (``gather``) inside a
+    """With ``databases``, a query issued from a child task (``gather``) inside a
     transaction runs on another connection, outside the transaction (on SQLite it would then
     wait for the write lock its own action holds). The context's query handle is bound to
     the action's connection, so child-task writes commit and roll back with the action."""

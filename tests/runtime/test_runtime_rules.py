@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from host.values import render_datetime
 from plugin_api.testing import Client, Host, Result
@@ -244,7 +244,7 @@ async def test_custom_policy_sees_the_subject_row_in_read_shape(
     assert lab.policy_calls[-1]["subject"] is None  # create: no subject
     await client.action(ITEM + ".patch", subject=item, inputs={"note": "seen"})
     view = (await client.projection(ITEM + ".detail", subject=item)).item
-    seen = lab.policy_calls[-1]["subject"]
+    seen = cast("dict[str, Any]", lab.policy_calls[-1]["subject"])  # narrowed to None above
     assert view is not None
     # The policy saw the row as stored before this action, every column, in read shape.
     assert set(seen) == set(view)
@@ -259,7 +259,7 @@ async def test_custom_policy_verdicts(lab_host: Host, lab: LabPlugin) -> None:
     before = await snapshot(lab_host.database_url, ITEM, AUDIT)
     # Only True allows: truthy values, None and False deny with 403.
     for verdict in (False, None, 1, "yes", [True]):
-        lab.policy = lambda ctx, v=verdict: v
+        lab.policy = lambda ctx, v=verdict: v  # type: ignore[misc]
         for fqn, subject in (
             (ITEM + ".create", None),
             (ITEM + ".finish", item),
