@@ -42,7 +42,7 @@ async def service(tessera_database_url: str) -> AsyncIterator[Service]:
 
 async def create(service: Service, title: str) -> str:
     outputs = await service.runtime.invoke(
-        "helpdesk.ticket.create", REQUESTER, {"subject": None, "inputs": {"title": title}}
+        "helpdesk.ticket.create", REQUESTER, None, {"title": title}
     )
     return str(outputs["id"])
 

@@ -277,15 +277,3 @@ async def test_reads_outside_a_unit_of_work_see_what_was_committed(storage: Stor
     row = await storage.fetch_one(sa.select(items.c.name).where(items.c.id == "a"))
     assert row is not None and row["name"] == "one"
     assert await storage.fetch_one(sa.select(items.c.name).where(items.c.id == "zz")) is None
-
-
-async def test_a_read_snapshot_does_not_see_later_commits(storage: Storage) -> None:
-    await storage.unit_of_work(lambda tx: _closing(Closing(None, (insert(storage, "a", "one"),))))
-    count = sa.select(sa.func.count()).select_from(items)
-    async with storage.read_snapshot() as snapshot:
-        assert await snapshot.fetch_val(count) == 1
-        await storage.unit_of_work(
-            lambda tx: _closing(Closing(None, (insert(storage, "b", "two"),)))
-        )
-        assert await snapshot.fetch_val(count) == 1
-    assert len(await names(storage)) == 2
