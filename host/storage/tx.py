@@ -58,7 +58,7 @@ class NothingMatched(Exception):
     won. Nothing after it ran and the unit of work was rolled back."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: a slotted generic dataclass breaks Closing[T](...) on 3.10
 class Closing(Generic[T]):
     """How a unit of work ends: the value it returns and the statements it ends with.
 
