@@ -7,11 +7,14 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
-from host import __version__, cli_migrate
+from host import __version__, cli_migrate, diagrams, scaffold
 from host.config import Settings
 from host.graph import GraphError, compile_graph
+from host.graph.model import Graph
+from host.http.openapi import openapi_text
 from host.plugins import PluginContribution, contributions, load_plugins
 
 __all__ = ["main", "serve_command"]
@@ -48,34 +51,52 @@ def _cmd_plugins(settings: Settings) -> int:
     return 1 if errors else 0
 
 
-def _compile(settings: Settings) -> tuple[int, str, bytes]:
+def _compile(settings: Settings) -> Graph | None:
     try:
-        graph = compile_graph(load_plugins(settings))
+        return compile_graph(load_plugins(settings))
     except GraphError as exc:
         print(f"{len(exc.errors)} error(s) in the plugin graph:", file=sys.stderr)
         for error in exc.errors:
             print(f"error: {error}", file=sys.stderr)
-        return 1, "", b""
-    return 0, graph.hash, graph.canonical
+        return None
 
 
-def _cmd_graph(settings: Settings, *, hash_only: bool) -> int:
-    status, digest, canonical = _compile(settings)
-    if status:
-        return status
+def _cmd_graph(settings: Settings, *, hash_only: bool, fmt: str) -> int:
+    graph = _compile(settings)
+    if graph is None:
+        return 1
     if hash_only:
-        print(digest)
+        print(graph.hash)
+    elif fmt != "json":
+        print(diagrams.render(graph, fmt), end="")
     else:
-        document = {"hash": digest, "graph": json.loads(canonical)}
+        document = {"hash": graph.hash, "graph": json.loads(graph.canonical)}
         print(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
     return 0
 
 
 def _cmd_check(settings: Settings) -> int:
-    status, digest, _ = _compile(settings)
-    if not status:
-        print(f"ok {digest}")
-    return status
+    graph = _compile(settings)
+    if graph is not None:
+        print(f"ok {graph.hash}")
+    return 0 if graph is not None else 1
+
+
+def _cmd_openapi(settings: Settings) -> int:
+    graph = _compile(settings)
+    if graph is not None:
+        print(openapi_text(graph, settings.api_prefix))
+    return 0 if graph is not None else 1
+
+
+def _cmd_new_plugin(name: str, parent: Path) -> int:
+    try:
+        target = scaffold.new_plugin(name, parent)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"created {target}\nnext: cd {target} && pip install -e '.[test]' && pytest")
+    return 0
 
 
 def _cmd_config(settings: Settings) -> int:
@@ -106,6 +127,19 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("plugins", help="list discovered plugins and what they contribute")
     graph = commands.add_parser("graph", help="print the canonical graph and its hash")
     graph.add_argument("--hash", action="store_true", help="print only the hash")
+    graph.add_argument(
+        "--format",
+        choices=("json", *diagrams.FORMATS),
+        default="json",
+        help="json (the canonical graph, default), or each entity's workflow as a "
+        "mermaid or dot diagram",
+    )
+    commands.add_parser("openapi", help="print the OpenAPI 3.1 document of the graph")
+    new_plugin = commands.add_parser(
+        "new-plugin", help="create the project of a new plugin, tests and tox file included"
+    )
+    new_plugin.add_argument("name", help="the plugin's name: one lower-case word")
+    new_plugin.add_argument("--directory", default=".", help="parent folder (default: .)")
     commands.add_parser("check", help="compile the graph; print 'ok <hash>' or every error")
     commands.add_parser("config", help="print every TESSERA_* setting with value and help")
     serve = commands.add_parser(
@@ -139,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "serve":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "new-plugin":
+        return _cmd_new_plugin(args.name, Path(args.directory))
     try:
         settings = Settings.from_env()
     except ValueError as exc:
@@ -147,7 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "plugins":
         return _cmd_plugins(settings)
     if args.command == "graph":
-        return _cmd_graph(settings, hash_only=args.hash)
+        return _cmd_graph(settings, hash_only=args.hash, fmt=args.format)
+    if args.command == "openapi":
+        return _cmd_openapi(settings)
     if args.command == "check":
         return _cmd_check(settings)
     if args.command == "config":

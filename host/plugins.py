@@ -22,6 +22,7 @@ import pluggy
 
 import plugin_api.hookspecs
 from host.config import Settings
+from host.plugin_version import api_version_error
 from plugin_api import ENTRY_POINT_GROUP, PROJECT_NAME
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import (
@@ -176,6 +177,10 @@ def _register(
     registered: list[tuple[PluginInfo, object]],
     errors: list[str],
 ) -> None:
+    incompatible = api_version_error(info.describe(), plugin)
+    if incompatible is not None:
+        errors.append(incompatible)
+        return
     try:
         manager.register(plugin, name=info.name)
     except pluggy.PluginValidationError as exc:

@@ -44,10 +44,12 @@ from plugin_api.errors import (
     WorkflowStateMismatch,
     WorkflowSubjectNotFound,
 )
+from plugin_api.version import PLUGIN_API_VERSION
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "NO_DEFAULT",
+    "PLUGIN_API_VERSION",
     "PROJECT_NAME",
     "SYSTEM_FIELDS",
     "Action",

@@ -14,6 +14,7 @@ from host.graph import Graph, build_graph
 from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
 from host.http.envelope import JSON, error_body, error_bytes
+from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.runtime import resolve_actor, resolve_tenant
@@ -83,6 +84,12 @@ def create_app(
         return json_response(
             {"ok": True, "service": settings.service_name, "graphHash": compiled_graph.hash}
         )
+
+    openapi_document = openapi_text(graph, prefix).encode()
+
+    @app.get(f"{prefix}/openapi.json")
+    async def openapi() -> Response:
+        return Response(openapi_document, content_type=JSON)
 
     @app.get(f"{prefix}/projections/<fqn>")
     async def projection(fqn: str) -> Response:

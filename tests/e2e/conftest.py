@@ -10,6 +10,8 @@ from typing import Any
 
 from plugin_api.testing import Client, Host
 
+from .cleanenv import clean_path  # noqa: F401 (the fixture, for the tests of this folder)
+
 TENANT = "acme"
 TICKET = "helpdesk.ticket"
 INVOICE = "billing.invoice"

@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import site
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-import host
+from .cleanenv import run
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_PREFIXES = ("tessera_sample", "_tessera_sample", "__editable___tessera_sample",
-                   "tessera_helpdesk", "tessera_billing")  # fmt: skip
 
 CREATE_TICKET = """
 import asyncio
@@ -42,44 +39,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-def _is_sample(name: str) -> bool:
-    return name.lower().replace("-", "_").startswith(SAMPLE_PREFIXES)
-
-
-@pytest.fixture(scope="module")
-def clean_path(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """Path entries with the host and its dependencies and no sample plugin distribution."""
-    view = tmp_path_factory.mktemp("site-view")
-    site_dirs = [Path(d) for d in site.getsitepackages() if Path(d).is_dir()]
-    for site_dir in site_dirs:
-        for entry in site_dir.iterdir():
-            if entry.suffix == ".pth" or _is_sample(entry.name) or (view / entry.name).exists():
-                continue
-            (view / entry.name).symlink_to(entry)
-    paths = [str(view)]
-    host_root = Path(host.__file__).resolve().parent.parent
-    if host_root not in site_dirs:  # an editable install of the host: add its source tree
-        paths.insert(0, str(host_root))
-    return paths
-
-
-def run(args: list[str], path: list[str], tmp_path: Path, database: str = "install.db") -> str:
-    """Run ``python -S args`` with exactly ``path`` and no other ``TESSERA_*`` setting than
-    a SQLite ``database`` in ``tmp_path``."""
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join(path),
-        "PYTHONNOUSERSITE": "1",
-        "HOME": str(tmp_path),
-        "TESSERA_DATABASE_URL": f"sqlite:///{tmp_path / database}",
-    }
-    done = subprocess.run(
-        [sys.executable, "-S", *args], env=env, cwd=tmp_path, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 def graph_hash(env: dict[str, str]) -> str:

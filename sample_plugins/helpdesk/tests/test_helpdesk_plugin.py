@@ -1,6 +1,7 @@
 """The helpdesk plugin's own tests, written as a third-party author would: only ``plugin_api``
 and its pytest harness (the ``tessera`` fixture), nothing from the host."""
 
+# docs:start harness-imports
 from __future__ import annotations
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from plugin_api.testing import Client, Host, TesseraHarness
 
 TICKET = "helpdesk.ticket"
+# docs:end harness-imports
 
 
 # docs:start harness-fixtures

@@ -1,0 +1,625 @@
+"""The OpenAPI 3.1 document of a compiled graph: what the service really does, per operation.
+
+Every projection and every action is an operation of its own (path ``/projections/<fqn>``,
+``/actions/<fqn>``), described from the definitions: the action's inputs as JSON Schema, its
+outputs, the subject, the identity headers, every status and error kind it can answer with
+(spec part 7), the CORS headers, the list and detail shapes of the ViewSchema. The document is
+a pure function of the graph and the prefix (no clock), with the graph hash in ``info``.
+
+A projection's query parameters come from :func:`projection_parameters` alone, so adding a
+parameter to list projections is one change there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from host import __version__
+from host.graph.model import CompiledAction, CompiledProjection, Graph
+from host.http.cors import CORS_HEADERS
+from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
+from host.http.viewschema import LOCALE, SCHEMA_VERSION, SYSTEM_TYPES, TARGET_PROFILE
+from plugin_api import errors as e
+from plugin_api.definitions import CreateAction, FieldType, TransitionAction, UpdateAction
+from plugin_api.errors import ALL_ERRORS, BadRequest, InternalError, TesseraError
+
+__all__ = ["action_errors", "build_openapi", "inputs_schema", "openapi_text",
+           "projection_parameters"]  # fmt: skip
+
+OPENAPI_VERSION: Final = "3.1.0"
+REF: Final = "#/components"
+IDENTITY_HEADERS: Final = ("X-Tenant-ID", "X-Actor-Id", "X-Actor-Roles")
+STATUS_TEXT: Final[Mapping[int, str]] = {
+    200: "Success",
+    204: "CORS preflight",
+    400: "Bad request",
+    403: "Forbidden",
+    404: "Not found",
+    409: "Conflict",
+    413: "Request body too large",
+    500: "Server error",
+}
+
+
+def _ref(kind: str, name: str) -> dict[str, str]:
+    return {"$ref": f"{REF}/{kind}/{name}"}
+
+
+def _kinds(status: int) -> list[str]:
+    return [error.kind for error in ALL_ERRORS if error.status == status]
+
+
+# -- responses ---------------------------------------------------------------------------------
+
+
+def _header_name(raw: bytes) -> str:
+    """``access-control-max-age`` -> ``Access-Control-Max-Age``."""
+    return "-".join(part.capitalize() for part in raw.decode().split("-"))
+
+
+RESPONSE_HEADERS: Final = (*(_header_name(name) for name, _ in CORS_HEADERS), "X-Request-Id")
+"""Headers on every response: CORS, and the request id."""
+
+
+def _headers() -> dict[str, Any]:
+    return {name: _ref("headers", name) for name in RESPONSE_HEADERS}
+
+
+def _json_response(description: str, schema: Schema) -> dict[str, Any]:
+    return {
+        "description": description,
+        "headers": _headers(),
+        "content": {"application/json": {"schema": schema}},
+    }
+
+
+def _error_responses(kinds: Mapping[int, set[str]]) -> dict[str, Any]:
+    """One response per status, its ``error.kind`` limited to the kinds listed."""
+    responses: dict[str, Any] = {}
+    for status in sorted(kinds):
+        listed = sorted(kinds[status])
+        envelope = {
+            "allOf": [
+                _ref("schemas", "ErrorEnvelope"),
+                {"properties": {"error": {"properties": {"kind": {"enum": listed}}}}},
+            ]
+        }
+        responses[str(status)] = _json_response(
+            f"{STATUS_TEXT[status]}: error kind {', '.join(listed)}", envelope
+        )
+    return responses
+
+
+def _error_kinds(*errors: type[TesseraError]) -> dict[int, set[str]]:
+    kinds: dict[int, set[str]] = {}
+    for error in errors:
+        kinds.setdefault(error.status, set()).add(error.kind)
+    return kinds
+
+
+# -- parameters --------------------------------------------------------------------------------
+
+
+def projection_parameters(projection: CompiledProjection) -> list[dict[str, Any]]:
+    """The query parameters of a projection's GET (spec part 4), in a stable order."""
+    del projection  # every projection takes the same ones in v0.1
+    return [
+        _ref("parameters", "subject"),
+        _ref("parameters", "locale"),
+        _ref("parameters", "renderer"),
+        _ref("parameters", "acceptSchemaVersions"),
+    ]
+
+
+# -- projections -------------------------------------------------------------------------------
+
+
+def row_schema(projection: CompiledProjection) -> Schema:
+    """A row of the projection: exactly its fields, in read shapes."""
+    fields = projection.entity.fields
+    names = list(projection.definition.fields)
+    return object_schema({name: column_schema(fields, name) for name in names}, names)
+
+
+def view_schema(projection: CompiledProjection, row: Schema) -> Schema:
+    """The ViewSchema document of a projection, with ``data`` in list or detail shape."""
+    data = {
+        "oneOf": [
+            object_schema(
+                {
+                    "items": {"type": "array", "items": row},
+                    "pagination": _ref("schemas", "Pagination"),
+                },
+                ["items", "pagination"],
+            ),
+            object_schema({"item": nullable(row)}, ["item"]),
+        ]
+    }
+    return {
+        "allOf": [
+            _ref("schemas", "ViewSchema"),
+            {
+                "properties": {
+                    "metadata": {
+                        "properties": {
+                            "projection": {"const": projection.fqn},
+                            "entity": {"const": projection.entity.fqn},
+                        }
+                    },
+                    "data": data,
+                }
+            },
+        ]
+    }
+
+
+def projection_operation(projection: CompiledProjection) -> dict[str, Any]:
+    """``GET /projections/<fqn>``."""
+    entity = projection.entity.fqn
+    responses = {
+        "200": _json_response(
+            "The ViewSchema: the list shape without `subject`, the detail shape with it "
+            "(`item` is null for an unknown subject).",
+            view_schema(projection, _ref("schemas", f"{projection.fqn}.Row")),
+        ),
+        **_error_responses(_error_kinds(BadRequest, InternalError)),
+    }
+    return {
+        "operationId": f"render.{projection.fqn}",
+        "summary": f"Render projection {projection.fqn}",
+        "description": f"Rows of {entity} of the tenant. No policy applies to projections.",
+        "tags": [entity],
+        "parameters": [_ref("parameters", "X-Tenant-ID"), *projection_parameters(projection)],
+        "responses": responses,
+    }
+
+
+# -- actions -----------------------------------------------------------------------------------
+
+
+def _stampable(action: CompiledAction) -> tuple[str, ...]:
+    definition = action.definition
+    assert isinstance(definition, TransitionAction)
+    if definition.stampable is not None:
+        return definition.stampable
+    workflow = action.entity.workflow
+    state = workflow.state_field if workflow else None
+    return tuple(name for name in action.entity.fields if name != state)
+
+
+def inputs_schema(action: CompiledAction) -> Schema:
+    """The ``inputs`` object an action accepts (absent or null means ``{}``)."""
+    fields = action.entity.fields
+    definition = action.definition
+    if isinstance(definition, TransitionAction):
+        names = _stampable(action)
+        schema = object_schema({n: write_schema(fields[n]) for n in names}, [], closed=False)
+        schema["description"] = (
+            "Keys naming a stampable field are validated and written; any other key is "
+            "accepted and kept only in the audit record."
+        )
+        return nullable(schema)
+    filled = set()
+    if isinstance(definition, CreateAction):
+        filled = {stamp.field for stamp in definition.stamps}
+        if action.entity.workflow is not None:
+            filled.add(action.entity.workflow.state_field)
+    required = [
+        field.name
+        for field in action.input_fields
+        if isinstance(definition, CreateAction) and field.required and field.name not in filled
+    ]
+    properties = {field.name: write_schema(field) for field in action.input_fields}
+    schema = object_schema(properties, required)
+    schema["description"] = (
+        "Partial patch: only the keys sent change; any other key is refused (400)."
+        if isinstance(definition, UpdateAction)
+        else "The new row's values; any other key is refused (400)."
+    )
+    return schema if required else nullable(schema)
+
+
+def request_schema(action: CompiledAction) -> Schema:
+    """The request body of ``POST /actions/<fqn>``."""
+    if action.kind == "create":
+        subject: Schema = {"type": "null", "description": "Ignored by create actions."}
+        required: list[str] = []
+    else:
+        subject = {
+            "allOf": [
+                _ref("schemas", "SubjectReference"),
+                {"properties": {"entityFqn": {"const": action.entity.fqn}}},
+            ]
+        }
+        required = ["subject"]
+    inputs = inputs_schema(action)
+    schema = object_schema({"subject": subject, "inputs": inputs}, required, closed=False)
+    if "required" in inputs or "required" in inputs.get("anyOf", [{}])[0]:
+        schema["required"] = [*required, "inputs"]
+    return schema
+
+
+def output_fields(action: CompiledAction) -> tuple[list[str], list[str]]:
+    """The field names an action's outputs may hold, and those they always hold."""
+    entity = action.entity
+    definition = action.definition
+    state = [entity.workflow.state_field] if entity.workflow is not None else []
+    if definition.effect is not None:
+        possible = list(entity.fields)
+    elif isinstance(definition, CreateAction):
+        possible = [*definition.inputs, *state]
+    elif isinstance(definition, UpdateAction):
+        possible = list(definition.patchable)
+    else:
+        assert action.transition is not None
+        stamped = [stamp.field for stamp in action.transition.stamps]
+        possible = [*state, *stamped, *_stampable(action)]
+    if isinstance(definition, CreateAction):
+        return ["id", *_unique(possible)], ["id", *state]
+    always = ["_version"]
+    if isinstance(definition, TransitionAction) and action.transition is not None:
+        always = [*state, *(stamp.field for stamp in action.transition.stamps), "_version"]
+    return [*_unique(possible), "_version"], _unique(always)
+
+
+def _unique(names: list[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def outputs_schema(action: CompiledAction) -> Schema:
+    fields = action.entity.fields
+    possible, always = output_fields(action)
+    return object_schema({name: column_schema(fields, name) for name in possible}, always)
+
+
+def action_errors(action: CompiledAction) -> dict[int, set[str]]:
+    """Every status and error kind ``POST /actions/<fqn>`` can answer with (spec part 7)."""
+    definition = action.definition
+    found: list[type[TesseraError]] = [
+        e.BadRequest,
+        e.ConcurrencyConflict,
+        e.AuditEmissionFailed,
+        e.InternalError,
+    ]
+    if definition.roles or definition.policies:
+        found.append(e.PolicyDenied)
+    if action.kind != "create":
+        found += [e.PolicySubjectRequired, e.TenantBoundaryViolation, e.NotFound]
+    if action.kind == "transition":
+        found.append(e.WorkflowStateMismatch)
+    if definition.effect is not None:
+        found.append(e.EffectFailed)
+    kinds = _error_kinds(*found)
+    if definition.policies or definition.effect is not None:
+        # A custom handler may raise any error of the taxonomy (plugin_api.errors).
+        for status, extra in _error_kinds(*ALL_ERRORS).items():
+            kinds.setdefault(status, set()).update(extra)
+    kinds.setdefault(413, set()).add("BadRequest")
+    return kinds
+
+
+def _action_description(action: CompiledAction) -> str:
+    definition = action.definition
+    lines = [f"A {action.kind} action on {action.entity.fqn}."]
+    if isinstance(definition, TransitionAction) and action.transition is not None:
+        sources = ", ".join(action.transition.sources)
+        lines.append(
+            f"Transition `{definition.transition}`: {sources} -> {action.transition.target}."
+        )
+    roles = ", ".join(definition.roles)
+    lines.append(f"Roles (any of): {roles}." if roles else "No role required.")
+    if definition.policies:
+        lines.append(f"Custom policies: {', '.join(definition.policies)}.")
+    if definition.effect is not None:
+        lines.append(f"Custom effect: {definition.effect}.")
+    return " ".join(lines)
+
+
+def action_operation(action: CompiledAction, links: Mapping[str, Any]) -> dict[str, Any]:
+    """``POST /actions/<fqn>``."""
+    success = _json_response(
+        "The action ran; `outputs` as in spec 2.9.",
+        object_schema(
+            {"ok": {"const": True}, "outputs": outputs_schema(action)}, ["ok", "outputs"]
+        ),
+    )
+    if links:
+        success["links"] = dict(links)
+    operation: dict[str, Any] = {
+        "operationId": f"invoke.{action.fqn}",
+        "summary": f"Invoke action {action.fqn}",
+        "description": _action_description(action),
+        "tags": [action.entity.fqn],
+        "parameters": [_ref("parameters", name) for name in IDENTITY_HEADERS],
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": request_schema(action)}},
+        },
+        "responses": {"200": success, **_error_responses(action_errors(action))},
+    }
+    return operation
+
+
+def _reaches(other: CompiledAction, state: str | None) -> bool:
+    """Whether ``other`` can act on a row in ``state`` (``None``: no workflow)."""
+    if other.kind == "create":
+        return False
+    return other.transition is None or state in other.transition.sources
+
+
+def action_links(action: CompiledAction, graph: Graph) -> dict[str, Any]:
+    """Links from a create or a transition to what can follow it on the same row: the
+    actions whose workflow gate the row's new state passes, and the projections in detail
+    form (the stateful fuzzing follows them)."""
+    entity = action.entity
+    workflow = entity.workflow
+    if action.kind == "create":
+        row = "$response.body#/outputs/id"
+        state = workflow.initial if workflow is not None else None
+    elif action.transition is not None:
+        row = "$request.body#/subject/identityHandle"
+        state = action.transition.target
+    else:
+        return {}
+    tenant = "$request.header.X-Tenant-ID"
+    links: dict[str, Any] = {}
+    for other in sorted(graph.actions.values(), key=lambda a: a.fqn):
+        if other.entity.fqn == entity.fqn and _reaches(other, state):
+            links[other.name] = {
+                "operationId": f"invoke.{other.fqn}",
+                "parameters": {"header.X-Tenant-ID": tenant},
+                "requestBody": {
+                    "subject": {"tenantId": tenant, "entityFqn": entity.fqn, "identityHandle": row},
+                    "inputs": {},
+                },
+                "description": f"{other.fqn} on the same {entity.fqn}",
+            }
+    for projection in sorted(graph.projections.values(), key=lambda p: p.fqn):
+        if projection.entity.fqn == entity.fqn:
+            links[f"render_{projection.fqn.rsplit('.', 1)[-1]}"] = {
+                "operationId": f"render.{projection.fqn}",
+                "parameters": {"header.X-Tenant-ID": tenant, "query.subject": row},
+                "description": f"The same {entity.fqn} in {projection.fqn}",
+            }
+    return links
+
+
+# -- the document ------------------------------------------------------------------------------
+
+
+def _preflight() -> dict[str, Any]:
+    return {
+        "summary": "CORS preflight",
+        "description": "Answered 204 on any path, with the CORS headers.",
+        "responses": {"204": {"description": STATUS_TEXT[204], "headers": _headers()}},
+    }
+
+
+def _paths(graph: Graph) -> dict[str, Any]:
+    paths: dict[str, Any] = {
+        "/_health": {
+            "get": {
+                "operationId": "health",
+                "summary": "Liveness probe",
+                "tags": ["service"],
+                "responses": {"200": _json_response("Always", _ref("schemas", "Health"))},
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "operationId": "openapi",
+                "summary": "This document",
+                "tags": ["service"],
+                "responses": {"200": _json_response("The OpenAPI document", {"type": "object"})},
+            }
+        },
+    }
+    for fqn in sorted(graph.projections):
+        paths[f"/projections/{fqn}"] = {"get": projection_operation(graph.projections[fqn])}
+    for fqn in sorted(graph.actions):
+        action = graph.actions[fqn]
+        paths[f"/actions/{fqn}"] = {"post": action_operation(action, action_links(action, graph))}
+    for item in paths.values():
+        item["options"] = _preflight()
+    return paths
+
+
+def _components(graph: Graph) -> dict[str, Any]:
+    schemas: dict[str, Any] = dict(_SHARED_SCHEMAS)
+    for fqn in sorted(graph.projections):
+        schemas[f"{fqn}.Row"] = row_schema(graph.projections[fqn])
+    return {
+        "schemas": schemas,
+        "parameters": _PARAMETERS,
+        "headers": {
+            **{
+                _header_name(name): {
+                    "description": "CORS (on every response)",
+                    "schema": {"const": value.decode()},
+                }
+                for name, value in CORS_HEADERS
+            },
+            "X-Request-Id": {
+                "description": "The request's id (a ULID), as logged",
+                "schema": {"type": "string"},
+            },
+        },
+    }
+
+
+def build_openapi(graph: Graph, prefix: str = "/api") -> dict[str, Any]:
+    """The OpenAPI 3.1 document of ``graph`` served under ``prefix``."""
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": "Tessera",
+            "version": __version__,
+            "description": (
+                "Projections and actions of the installed plugins. Compiled graph "
+                f"`{graph.hash}`. The service performs no authentication: a gateway sets "
+                "the identity headers (spec part 5)."
+            ),
+            "x-graph-hash": graph.hash,
+            "x-plugins": [
+                {"name": p.name, "distribution": p.distribution, "version": p.version}
+                for p in graph.plugins
+            ],
+        },
+        "servers": [{"url": prefix or "/"}],
+        "tags": [
+            {"name": "service"},
+            *({"name": fqn} for fqn in sorted(graph.entities)),
+        ],
+        "paths": _paths(graph),
+        "components": _components(graph),
+    }
+
+
+def openapi_text(graph: Graph, prefix: str = "/api") -> str:
+    """The document as indented JSON with sorted keys (deterministic)."""
+    return json.dumps(build_openapi(graph, prefix), indent=2, sort_keys=True, ensure_ascii=False)
+
+
+# -- shared components -------------------------------------------------------------------------
+
+_FIELD_DESCRIPTOR: Final[Schema] = object_schema(
+    {
+        "name": {"type": "string"},
+        "type": {"enum": [*(t.value for t in FieldType), *sorted(set(SYSTEM_TYPES.values()))]},
+        "label": {"type": "string"},
+        "typeOptions": object_schema(
+            {
+                "maxLength": {"type": "integer"},
+                "currency": {"type": "string"},
+                "options": {"type": "array", "items": {"type": "string"}},
+            },
+            [],
+        ),
+        "required": {"type": "boolean"},
+        "nullable": {"type": "boolean"},
+        "default": {},
+    },
+    ["name", "type", "label"],
+)
+
+_SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
+    "ErrorEnvelope": object_schema(
+        {
+            "ok": {"const": False},
+            "error": object_schema(
+                {"kind": {"enum": [e.kind for e in ALL_ERRORS]}, "message": {"type": "string"}},
+                ["kind", "message"],
+            ),
+        },
+        ["ok", "error"],
+    ),
+    "Health": object_schema(
+        {
+            "ok": {"const": True},
+            "service": {"type": "string"},
+            "graphHash": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        },
+        ["ok", "service", "graphHash"],
+    ),
+    "SubjectReference": object_schema(
+        {
+            "tenantId": {
+                "type": "string",
+                "description": "Must equal X-Tenant-ID, otherwise 403 TenantBoundaryViolation.",
+            },
+            "entityFqn": {"type": "string", "description": "Defaults to the action's entity."},
+            "identityHandle": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The row's id (a ULID); an unknown id is 404 NotFound.",
+            },
+        },
+        ["tenantId", "identityHandle"],
+        closed=False,
+    ),
+    "FieldDescriptor": _FIELD_DESCRIPTOR,
+    "ActionDescriptor": object_schema(
+        {
+            "fqn": {"type": "string"},
+            "name": {"type": "string"},
+            "label": {"type": "string"},
+            "subjectRequired": {"type": "boolean"},
+            "inputs": {"type": "array", "items": _ref("schemas", "FieldDescriptor")},
+            "initialValues": {"type": "object"},
+        },
+        ["fqn", "name", "label", "subjectRequired", "inputs"],
+    ),
+    "Pagination": object_schema(
+        {"pageSize": {"type": "integer", "minimum": 0}, "nextCursor": {"type": "null"}},
+        ["pageSize", "nextCursor"],
+    ),
+    "ViewSchema": object_schema(
+        {
+            "schemaVersion": {"const": SCHEMA_VERSION},
+            "targetProfile": {"const": TARGET_PROFILE},
+            "metadata": object_schema(
+                {
+                    "projection": {"type": "string"},
+                    "entity": {"type": "string"},
+                    "tenant": {"type": "string"},
+                    "locale": {"const": LOCALE},
+                    "generatedAt": {"type": "string", "format": "date-time"},
+                },
+                ["projection", "entity", "tenant", "locale", "generatedAt"],
+            ),
+            "fields": {"type": "array", "items": _ref("schemas", "FieldDescriptor")},
+            "actions": {"type": "array", "items": _ref("schemas", "ActionDescriptor")},
+            "filters": {"type": "array", "maxItems": 0},
+            "data": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+        },
+        ["schemaVersion", "targetProfile", "metadata", "fields", "actions", "filters", "data"],
+    ),
+}
+
+_PARAMETERS: Final[Mapping[str, Any]] = {
+    "X-Tenant-ID": {
+        "name": "X-Tenant-ID",
+        "in": "header",
+        "required": True,
+        "description": "The active tenant (set by the gateway). Missing or blank: 400.",
+        "schema": {"type": "string", "pattern": "[^ \t]"},
+    },
+    "X-Actor-Id": {
+        "name": "X-Actor-Id",
+        "in": "header",
+        "required": False,
+        "description": "The acting actor; `anon` when absent.",
+        "schema": {"type": "string"},
+    },
+    "X-Actor-Roles": {
+        "name": "X-Actor-Roles",
+        "in": "header",
+        "required": False,
+        "description": "Comma-separated roles, trimmed, empty entries dropped; none means "
+        "a roleless actor (403 PolicyDenied on every action requiring a role).",
+        "schema": {"type": "string"},
+    },
+    "subject": {
+        "name": "subject",
+        "in": "query",
+        "required": False,
+        "description": "A row's id: renders the detail shape (`item`, null when unknown).",
+        "schema": {"type": "string"},
+    },
+    **{
+        name: {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "description": f"Reserved; the output is always {value}.",
+            "schema": {"type": "string"},
+        }
+        for name, value in (
+            ("locale", LOCALE),
+            ("renderer", TARGET_PROFILE),
+            ("acceptSchemaVersions", SCHEMA_VERSION),
+        )
+    },
+}

@@ -1,0 +1,35 @@
+"""The version of the plugin API, and how a plugin requires one.
+
+``PLUGIN_API_VERSION`` is ``MAJOR.MINOR``: a minor release only adds to :mod:`plugin_api`, a
+major release may break it. A plugin that needs an addition sets, in the module its entry
+point names::
+
+    TESSERA_PLUGIN_API = "1.1"
+
+and the host refuses to start on a plugin API of another major version or an older minor one,
+naming the plugin and both versions.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PLUGIN_API_VERSION: Final = "1.1"
+"""This plugin API's version (1.1 added ``PLUGIN_API_VERSION`` itself)."""
+
+REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
+"""The plugin module's attribute naming the plugin API version it requires."""
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """``"1.1"`` -> ``(1, 1)``; :class:`ValueError` unless ``MAJOR.MINOR`` in digits."""
+    major, dot, minor = text.partition(".")
+    if not (dot and major.isdigit() and minor.isdigit() and major.isascii() and minor.isascii()):
+        raise ValueError(f"expected MAJOR.MINOR such as {PLUGIN_API_VERSION!r}, got {text!r}")
+    return int(major), int(minor)
+
+
+def provides(required: str, provided: str = PLUGIN_API_VERSION) -> bool:
+    """Whether plugin API ``provided`` satisfies a plugin requiring ``required``."""
+    want, have = parse_version(required), parse_version(provided)
+    return want[0] == have[0] and want[1] <= have[1]

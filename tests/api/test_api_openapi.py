@@ -1,0 +1,189 @@
+"""The OpenAPI document: valid OpenAPI 3.1, deterministic, served and printed alike, and
+describing each operation from the graph (inputs, outputs, statuses and error kinds)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from openapi_spec_validator import OpenAPIV31SpecValidator
+
+from host import cli
+from host.config import Settings
+from host.graph import build_graph
+from host.http.openapi import build_openapi, openapi_text
+from plugin_api.errors import ALL_ERRORS
+from plugin_api.testing import Host, TesseraHarness
+
+SAMPLES = Settings(plugins_only=("helpdesk", "billing"))
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    return build_openapi(build_graph(SAMPLES))
+
+
+def operation(document: dict[str, Any], path: str, method: str = "post") -> dict[str, Any]:
+    found: dict[str, Any] = document["paths"][path][method]
+    return found
+
+
+def body_schema(document: dict[str, Any], fqn: str) -> dict[str, Any]:
+    op = operation(document, f"/actions/{fqn}")
+    schema: dict[str, Any] = op["requestBody"]["content"]["application/json"]["schema"]
+    return schema
+
+
+def kinds(document: dict[str, Any], path: str, method: str = "post") -> dict[int, list[str]]:
+    responses = operation(document, path, method)["responses"]
+    return {
+        int(status): response["content"]["application/json"]["schema"]["allOf"][1]["properties"][
+            "error"
+        ]["properties"]["kind"]["enum"]
+        for status, response in responses.items()
+        if status != "200"
+    }
+
+
+def test_the_sample_document_validates(document: dict[str, Any]) -> None:
+    OpenAPIV31SpecValidator(document).validate()
+    assert document["openapi"] == "3.1.0"
+    operations = [(m, p) for p, item in document["paths"].items() for m in item if m != "options"]
+    # health, openapi, 4 projections, 13 actions
+    assert len(operations) == 19
+
+
+def test_every_projection_and_action_is_an_operation(document: dict[str, Any]) -> None:
+    graph = build_graph(SAMPLES)
+    paths = set(document["paths"])
+    assert {f"/projections/{fqn}" for fqn in graph.projections} <= paths
+    assert {f"/actions/{fqn}" for fqn in graph.actions} <= paths
+    ids = [op["operationId"] for item in document["paths"].values()
+           for m, op in item.items() if m != "options"]  # fmt: skip
+    assert len(ids) == len(set(ids))
+
+
+def test_deterministic_with_the_graph_hash() -> None:
+    graph = build_graph(SAMPLES)
+    first = openapi_text(graph)
+    assert first == openapi_text(build_graph(SAMPLES))
+    assert json.loads(first)["info"]["x-graph-hash"] == graph.hash
+    assert graph.hash in json.loads(first)["info"]["description"]
+
+
+def test_create_inputs_carry_types_enums_formats_lengths_nullability(
+    document: dict[str, Any],
+) -> None:
+    inputs = body_schema(document, "helpdesk.ticket.create")["properties"]["inputs"]
+    assert inputs["required"] == ["title"] and inputs["additionalProperties"] is False
+    fields = inputs["properties"]
+    assert list(fields) == [
+        "title", "description", "priority", "estimate_hours", "due_at", "billable", "budget"
+    ]  # fmt: skip
+    assert fields["title"]["type"] == "string" and fields["title"]["maxLength"] == 120
+    assert fields["description"]["type"] == ["string", "null"]
+    assert fields["priority"] == {"enum": ["low", "normal", "high", "urgent"], "default": "normal"}
+    assert fields["estimate_hours"]["title"] == "Estimate (h)"
+    assert {"type": "null"} in fields["estimate_hours"]["anyOf"]
+    assert fields["due_at"]["type"] == ["string", "null"]
+    assert fields["due_at"]["format"] == "date-time"
+    assert fields["billable"] == {"type": "boolean", "default": False}
+    money = fields["budget"]["anyOf"][0]
+    assert money["properties"]["currency"] == {"const": "EUR"}
+    assert money["required"] == ["amount", "currency"]
+
+
+def test_subject_and_inputs_per_action_kind(document: dict[str, Any]) -> None:
+    create = body_schema(document, "billing.invoice.create")
+    assert create["properties"]["subject"]["type"] == "null"
+    assert create["required"] == ["inputs"]
+    amend = body_schema(document, "billing.invoice.amend")
+    assert amend["required"] == ["subject"]
+    assert amend["properties"]["subject"]["allOf"][1] == {
+        "properties": {"entityFqn": {"const": "billing.invoice"}}
+    }
+    assert "required" not in amend["properties"]["inputs"]["anyOf"][0]
+    escalate = body_schema(document, "helpdesk.ticket.escalate")["properties"]["inputs"]
+    assert escalate["anyOf"][0]["properties"] == {}
+    resolve = body_schema(document, "helpdesk.ticket.resolve")["properties"]["inputs"]
+    assert list(resolve["anyOf"][0]["properties"]) == ["resolution"]
+    assert "additionalProperties" not in resolve["anyOf"][0]  # other keys go to the audit
+
+
+def test_outputs_per_action_kind(document: dict[str, Any]) -> None:
+    def outputs(fqn: str) -> dict[str, Any]:
+        schema = operation(document, f"/actions/{fqn}")["responses"]["200"]["content"]
+        found: dict[str, Any] = schema["application/json"]["schema"]["properties"]["outputs"]
+        return found
+
+    create = outputs("helpdesk.ticket.create")
+    assert create["required"] == ["id", "state"]
+    assert "requester" not in create["properties"]  # stamped, not echoed
+    start = outputs("helpdesk.ticket.start")
+    assert start["required"] == ["state", "assignee", "_version"]
+    issue = outputs("billing.invoice.issue")  # its effect may set any field
+    assert "number" in issue["properties"]
+
+
+def test_error_kinds_per_operation(document: dict[str, Any]) -> None:
+    assert kinds(document, "/actions/billing.invoice.create") == {
+        400: ["BadRequest"],
+        403: ["PolicyDenied"],
+        409: ["ConcurrencyConflict"],
+        413: ["BadRequest"],
+        500: ["AuditEmissionFailed", "InternalError"],
+    }
+    start = kinds(document, "/actions/helpdesk.ticket.start")
+    assert start[400] == ["BadRequest", "PolicySubjectRequired"]
+    assert start[403] == ["PolicyDenied", "TenantBoundaryViolation"]
+    assert start[404] == ["NotFound"]
+    assert start[409] == ["ConcurrencyConflict", "WorkflowStateMismatch"]
+    # A custom policy may raise any error of the taxonomy.
+    close = kinds(document, "/actions/helpdesk.ticket.close")
+    assert {kind for listed in close.values() for kind in listed} == {e.kind for e in ALL_ERRORS}
+    assert kinds(document, "/projections/helpdesk.ticket.queue", "get") == {
+        400: ["BadRequest"],
+        500: ["InternalError"],
+    }
+
+
+def test_identity_headers_and_cors(document: dict[str, Any]) -> None:
+    op = operation(document, "/actions/helpdesk.ticket.start")
+    refs = [p["$ref"].rsplit("/", 1)[1] for p in op["parameters"]]
+    assert refs == ["X-Tenant-ID", "X-Actor-Id", "X-Actor-Roles"]
+    assert document["components"]["parameters"]["X-Tenant-ID"]["required"] is True
+    headers = op["responses"]["403"]["headers"]
+    assert "Access-Control-Allow-Origin" in headers and "X-Request-Id" in headers
+    cors = document["components"]["headers"]["Access-Control-Allow-Methods"]
+    assert cors["schema"] == {"const": "GET, POST, OPTIONS"}
+    assert "204" in document["paths"]["/actions/helpdesk.ticket.start"]["options"]["responses"]
+
+
+def test_view_schema_list_and_detail(document: dict[str, Any]) -> None:
+    row = document["components"]["schemas"]["helpdesk.ticket.queue.Row"]
+    assert row["required"] == ["id", "title", "priority", "state", "assignee", "due_at",
+                               "created_at"]  # fmt: skip
+    assert row["properties"]["priority"] == {"enum": ["low", "normal", "high", "urgent", None]}
+    view = operation(document, "/projections/helpdesk.ticket.queue", "get")
+    data = view["responses"]["200"]["content"]["application/json"]["schema"]["allOf"][1]
+    shapes = data["properties"]["data"]["oneOf"]
+    assert [sorted(s["properties"]) for s in shapes] == [["items", "pagination"], ["item"]]
+    names = [p["$ref"].rsplit("/", 1)[1] for p in view["parameters"]]
+    assert names == ["X-Tenant-ID", "subject", "locale", "renderer", "acceptSchemaVersions"]
+
+
+async def test_served_and_printed_alike(
+    tessera: TesseraHarness, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host: Host = await tessera.start(plugins=["helpdesk", "billing"], api_prefix="/v1")
+    served = await host.client(tenant=None).request("GET", "/openapi.json")
+    assert served.status == 200
+    assert served.headers["content-type"] == "application/json"
+    assert served.json["servers"] == [{"url": "/v1"}]
+    health = await host.client().health()
+    assert served.json["info"]["x-graph-hash"] == health.json["graphHash"]
+    monkeypatch.setenv("TESSERA_PLUGINS_ONLY", "helpdesk,billing")
+    monkeypatch.setenv("TESSERA_API_PREFIX", "/v1")
+    assert cli.main(["openapi"]) == 0
+    assert json.loads(capsys.readouterr().out) == served.json
