@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from host.systemfields import SYSTEM, SystemField
 from host.values import INT64_MAX, INT64_MIN, MONEY_TEXT_MAX_LENGTH, ULID_LENGTH
-from plugin_api.definitions import SYSTEM_FIELDS, Field, FieldType
+from plugin_api.definitions import Field, FieldType
 
 Schema = dict[str, Any]
 
@@ -96,12 +97,17 @@ _READ: Final[Mapping[str, Callable[[Field], Schema]]] = {
     FieldType.BOOLEAN.value: lambda _f: {"type": "boolean"},
 }
 
+
+def _system_schema(field: SystemField) -> Schema:
+    if field.datetime:
+        return {"type": "string", "format": "date-time"}
+    if field.length == ULID_LENGTH:
+        return {"type": "string", "pattern": ULID_PATTERN}
+    return {"type": "string"}
+
+
 SYSTEM_SCHEMAS: Final[Mapping[str, Schema]] = {
-    "id": {"type": "string", "pattern": ULID_PATTERN},
-    "tenant_id": {"type": "string"},
-    "created_at": {"type": "string", "format": "date-time"},
-    "updated_at": {"type": "string", "format": "date-time"},
-    "_version": {"type": "string", "pattern": ULID_PATTERN},
+    name: _system_schema(field) for name, field in SYSTEM.items()
 }
 """Read shapes of the system fields (never null)."""
 
@@ -134,7 +140,7 @@ def read_schema(field: Field) -> Schema:
 
 def column_schema(fields: Mapping[str, Field], name: str) -> Schema:
     """The read shape of a declared or system field of an entity."""
-    if name in SYSTEM_FIELDS:
+    if name in SYSTEM_SCHEMAS:
         return dict(SYSTEM_SCHEMAS[name])
     return read_schema(fields[name])
 

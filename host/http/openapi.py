@@ -20,7 +20,8 @@ from host import __version__
 from host.graph.model import CompiledAction, CompiledProjection, Graph
 from host.http.cors import CORS_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
-from host.http.viewschema import LOCALE, SCHEMA_VERSION, SYSTEM_TYPES, TARGET_PROFILE
+from host.http.viewschema import LOCALE, SCHEMA_VERSION, TARGET_PROFILE
+from host.systemfields import SYSTEM
 from plugin_api import errors as e
 from plugin_api.definitions import CreateAction, FieldType, TransitionAction, UpdateAction
 from plugin_api.errors import ALL_ERRORS, BadRequest, InternalError, TesseraError
@@ -484,10 +485,14 @@ def openapi_text(graph: Graph, prefix: str = "/api") -> str:
 
 # -- shared components -------------------------------------------------------------------------
 
+_SYSTEM_VIEW_TYPES: Final = sorted({field.view_type for field in SYSTEM.values()})
+
 _FIELD_DESCRIPTOR: Final[Schema] = object_schema(
     {
         "name": {"type": "string"},
-        "type": {"enum": [*(t.value for t in FieldType), *sorted(set(SYSTEM_TYPES.values()))]},
+        "type": {
+            "enum": [*(t.value for t in FieldType), *sorted({f.view_type for f in SYSTEM.values()})]
+        },
         "label": {"type": "string"},
         "typeOptions": object_schema(
             {
