@@ -6,9 +6,12 @@ from dataclasses import dataclass
 
 from host.config import Settings
 from host.graph.model import Graph
+from host.query.cursor import CursorCodec
 from host.runtime import ActionRuntime, ProjectionReader
+from host.runtime.listreads import ListReader
 from host.storage import Schema, Storage, build_schema
 from host.storage.migrate import startup_evolution
+from host.storage.secrets import shared_secret
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -21,6 +24,8 @@ class Service:
     storage: Storage
     runtime: ActionRuntime
     reader: ProjectionReader
+    lists: ListReader
+    """Filtered, sorted and paged lists (docs/http.md, "Lists")."""
 
     @classmethod
     async def start(cls, settings: Settings, graph: Graph) -> Service:
@@ -30,6 +35,7 @@ class Service:
         await storage.connect()
         try:
             await storage.prepare(schema, evolve=startup_evolution(graph, schema, storage.dialect))
+            cursors = CursorCodec(await shared_secret(storage, "cursor"))
         except BaseException:
             await storage.disconnect()
             raise
@@ -40,6 +46,7 @@ class Service:
             storage=storage,
             runtime=ActionRuntime(graph, storage, schema),
             reader=ProjectionReader(graph, storage, schema),
+            lists=ListReader(graph, storage, schema, cursors),
         )
 
     async def stop(self) -> None:

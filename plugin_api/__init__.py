@@ -44,10 +44,12 @@ from plugin_api.errors import (
     WorkflowStateMismatch,
     WorkflowSubjectNotFound,
 )
+from plugin_api.listing import MAX_PAGE_SIZE, Filter, FilterOperator, ListOptions
 from plugin_api.version import PLUGIN_API_VERSION
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "MAX_PAGE_SIZE",
     "NO_DEFAULT",
     "PLUGIN_API_VERSION",
     "PROJECT_NAME",
@@ -64,8 +66,11 @@ __all__ = [
     "Entity",
     "Field",
     "FieldType",
+    "Filter",
+    "FilterOperator",
     "InternalError",
     "JSONValue",
+    "ListOptions",
     "NotFound",
     "PolicyDenied",
     "PolicyHandler",

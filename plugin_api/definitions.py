@@ -19,7 +19,10 @@ import contextlib
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, TypeAlias, Union
+from typing import TYPE_CHECKING, Final, TypeAlias, Union
+
+if TYPE_CHECKING:
+    from plugin_api.listing import ListOptions
 
 JSONScalar: TypeAlias = str | int | float | bool | None
 JSONValue: TypeAlias = Union[JSONScalar, "Mapping[str, JSONValue]", "tuple[JSONValue, ...]"]
@@ -296,12 +299,15 @@ class Projection:
     :param entity: FQN of the entity it shows.
     :param fields: field names shown, in order; system fields are allowed.
     :param actions: FQNs of actions offered with the view, in order (same entity).
+    :param listing: what a client may filter, sort and search in the list form, and its
+        page sizes (:class:`plugin_api.listing.ListOptions`); ``None``: nothing but paging.
     """
 
     fqn: str
     entity: str
     fields: tuple[str, ...]
     actions: tuple[str, ...] = ()
+    listing: ListOptions | None = None
 
     def __post_init__(self) -> None:
         _as_tuples(self, "fields", "actions")

@@ -40,7 +40,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import pytest
 
@@ -159,10 +159,23 @@ class Client:
     async def health(self) -> Result:
         return await self.request("GET", "/_health")
 
-    async def projection(self, fqn: str, *, subject: str | None = None) -> Result:
-        """Render projection ``fqn`` (detail form when ``subject`` is given)."""
-        query = {"subject": subject} if subject is not None else None
-        return await self.request("GET", f"/projections/{fqn}", query=query)
+    async def projection(
+        self,
+        fqn: str,
+        *,
+        subject: str | None = None,
+        query: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+    ) -> Result:
+        """Render projection ``fqn`` (detail form when ``subject`` is given). ``query`` adds
+        query parameters (list parameters such as ``pageSize``, ``filter.state``, ``sort``;
+        ``acceptSchemaVersions``); give pairs to repeat a name."""
+        pairs = list(query.items() if isinstance(query, Mapping) else query or ())
+        if subject is not None:
+            pairs.insert(0, ("subject", subject))
+        path = f"/projections/{fqn}"
+        if pairs:
+            path += "?" + urlencode(pairs)
+        return await self.request("GET", path)
 
     async def action(
         self,

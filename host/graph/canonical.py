@@ -9,7 +9,9 @@ semantic content get the same hash.
 
 An attribute is encoded generically from the dataclass fields of the definition, so a new
 attribute of the plugin API enters the hash without a change here. A field without a default
-has no ``default`` key, which keeps it distinct from a default of ``None``.
+has no ``default`` key, which keeps it distinct from a default of ``None``. A projection
+without list declarations (``listing=None``) has no ``listing`` key, so graphs that declare
+none keep the hash they had before declarations existed.
 """
 
 from __future__ import annotations
@@ -78,6 +80,9 @@ def _encode(value: object) -> object:
 def _definition(kind: str, definition: Entity | Action | Projection) -> JSONObject:
     encoded = _encode(definition)
     assert isinstance(encoded, dict)
+    if kind == "projection" and encoded.get("listing", False) is None:
+        # A projection without list declarations hashes as it did before they existed.
+        del encoded["listing"]
     document: JSONObject = {"kind": kind, "attributes": encoded}
     if kind == "action":
         document["actionKind"] = _ACTION_KINDS[type(definition)]

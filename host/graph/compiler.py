@@ -25,6 +25,7 @@ from host.graph.checks import (
     names_of,
     table_name,
 )
+from host.graph.listing import check_listing
 from host.graph.model import (
     CompiledAction,
     CompiledEntity,
@@ -289,6 +290,7 @@ def _compile_projection(
             compiled.append(action)
     if entity is None:
         return None
+    check_listing(projection.listing, entity, say)
     return CompiledProjection(
         definition=projection, plugin=plugin, entity=entity, actions=tuple(compiled)
     )

@@ -14,9 +14,12 @@ from host.graph import Graph, build_graph
 from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
 from host.http.envelope import JSON, error_body, error_bytes
+from host.http.lists import list_response
 from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
+from host.query.document import detail_document
+from host.query.params import SCHEMA_1_1, negotiate, parse_list_query
 from host.runtime import resolve_actor, resolve_tenant
 from host.service import Service
 from host.values import now_db, render_datetime
@@ -101,8 +104,15 @@ def create_app(
         generated_at = str(render_datetime(now_db()))
         reader = service().reader
         subject = request.args.get("subject")
+        version = negotiate(request.args.getlist("acceptSchemaVersions"))
+        lists = service().lists
         if subject is None:
-            listing = await reader.read_list(compiled, tenant, settings.list_chunk_rows)
+            chunk_rows = settings.list_chunk_rows
+            query = parse_list_query(request.args, lists.spec(fqn), version, tenant, lists.cursors)
+            if query is not None:  # list parameters or 1.1.0 (docs/http.md, "Lists")
+                args = (lists, template, compiled, query, tenant, generated_at, chunk_rows)
+                return await list_response(*args)
+            listing = await reader.read_list(compiled, tenant, chunk_rows)
             if listing.rest is None:
                 return json_response(template.render_list(tenant, generated_at, listing.first))
             # A long list is streamed: memory stays bounded by one chunk of rows, and no
@@ -112,7 +122,10 @@ def create_app(
                 content_type=JSON,
             )
         item = await reader.get_row(compiled, tenant, subject)
-        return json_response(template.render_detail(tenant, generated_at, item))
+        document = template.render_detail(tenant, generated_at, item)
+        if version == SCHEMA_1_1:
+            document = detail_document(document, lists.spec(fqn))
+        return json_response(document)
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:

@@ -28,6 +28,7 @@ from host.storage.convert import Unconvertible, convert_value
 from host.storage.database import Tx
 from host.storage.dialect import IDENTIFIER_MAX_LENGTH, EvolutionDialect
 from host.storage.history import GRAPH_TABLE, latest_record
+from host.storage.indexes import index_changes
 from host.storage.plan import (
     Backfill,
     Change,
@@ -150,6 +151,9 @@ class _Differ:
             subject=f"entity {entity.fqn!r}",
             outcome=f"table {entity.table_name} created",
             sql=(sql,),
+            # Created here rather than by ``Storage.prepare`` afterwards: the plan's list
+            # indexes (``index-added``) are built on it in the same evolution.
+            operations=(Statement(sql.replace(":", "\\:")),),
         )
 
     async def removed_entity(self, fqn: str, table: str) -> Change:
@@ -549,6 +553,7 @@ async def build_plan(
     for kind, fqn in sorted(old_defs):
         if kind == "entity" and fqn not in graph.entities and table_name(fqn) in columns:
             changes.append(await differ.removed_entity(fqn, table_name(fqn)))
+    changes.extend(await index_changes(tx, dialect, graph))
     if record is not None:
         changes.extend(_other_metadata(old_document, json.loads(graph.canonical)))
     return plan(changes)

@@ -19,7 +19,16 @@ from typing import Final
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.compiler import IdentifierPreparer
 
-__all__ = ["Sql", "guarded_update", "insert", "select_one", "select_page", "set_by_key"]
+__all__ = [
+    "Sql",
+    "guarded_update",
+    "insert",
+    "placeholders",
+    "quote",
+    "select_one",
+    "select_page",
+    "set_by_key",
+]
 
 Sql = str
 """A statement's SQL text with positional placeholders."""
@@ -107,3 +116,13 @@ def set_by_key(dialect: str, table: str, column: str) -> Sql:
         f"UPDATE {_q(dialect, table)} SET {_q(dialect, column)} = {value} "
         f"WHERE tenant_id = {tenant} AND id = {row}"
     )
+
+
+def quote(dialect: str, name: str) -> str:
+    """``name`` quoted as an identifier of ``dialect``."""
+    return _q(dialect, name)
+
+
+def placeholders(dialect: str, count: int) -> list[str]:
+    """``count`` positional placeholders of ``dialect`` (``?`` or ``$1``...)."""
+    return _marks(dialect, count)

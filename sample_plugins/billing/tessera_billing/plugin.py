@@ -12,6 +12,8 @@ from plugin_api import (
     Entity,
     Field,
     FieldType,
+    Filter,
+    ListOptions,
     Projection,
     Stamp,
     Transition,
@@ -97,6 +99,18 @@ PROJECTIONS: tuple[Projection, ...] = (
         entity=INVOICE,
         fields=("id", "number", "customer", "amount", "status", "issued_at"),
         actions=(f"{INVOICE}.create", f"{INVOICE}.issue"),
+        listing=ListOptions(
+            filters=(
+                Filter(field="status"),
+                Filter(field="customer", operators=("eq", "contains")),
+                Filter(field="amount", operators=("lt", "lte", "gt", "gte")),
+                Filter(field="issued_at", operators=("gte", "lt", "null")),
+            ),
+            sortable=("issued_at", "amount", "customer", "number"),
+            default_sort=("-issued_at",),
+            search=("customer", "number"),
+            default_page_size=50,
+        ),
     ),
     Projection(
         fqn=f"{INVOICE}.detail",

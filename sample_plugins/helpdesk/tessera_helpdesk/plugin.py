@@ -13,6 +13,8 @@ from plugin_api import (
     Entity,
     Field,
     FieldType,
+    Filter,
+    ListOptions,
     PolicyHandler,
     Projection,
     Stamp,
@@ -138,6 +140,21 @@ PROJECTIONS: tuple[Projection, ...] = (
         entity=TICKET,
         fields=("id", "title", "priority", "state", "assignee", "due_at", "created_at"),
         actions=(f"{TICKET}.create", f"{TICKET}.start", f"{TICKET}.escalate"),
+        # docs:start queue-listing
+        listing=ListOptions(
+            filters=(
+                Filter(field="state"),
+                Filter(field="priority"),
+                Filter(field="assignee", operators=("eq", "in", "null")),
+                Filter(field="due_at", operators=("lt", "lte", "gt", "gte", "null")),
+                Filter(field="created_at", operators=("gte", "lt")),
+            ),
+            sortable=("created_at", "due_at", "priority", "title"),
+            default_sort=("-created_at",),
+            search=("title", "description"),
+            default_page_size=50,
+        ),
+        # docs:end queue-listing
     ),
     Projection(
         fqn=f"{TICKET}.detail",

@@ -1,0 +1,163 @@
+"""Validation of a projection's list declarations (:mod:`plugin_api.listing`).
+
+Which operators fit which field kind, and which fields can be filtered or sorted, is decided
+here once; the query parser (:mod:`host.query`) and the index planner use the same tables.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from host.graph.checks import Say, duplicates, names_of
+from host.graph.model import CompiledEntity
+from plugin_api.definitions import FieldType
+from plugin_api.listing import MAX_PAGE_SIZE, Filter, FilterOperator, ListOptions
+
+__all__ = ["OPERATORS", "Kind", "check_listing", "field_kind", "operator_names"]
+
+
+class Kind(str, enum.Enum):
+    """How a column is compared and sorted (docs/http.md, "Lists")."""
+
+    STRING = "string"
+    INTEGER = "integer"
+    DATETIME = "datetime"
+    ENUM = "enum"
+    MONEY = "money"
+    BOOLEAN = "boolean"
+    IDENTITY = "identity"
+    """The system field ``id``."""
+    TIMESTAMP = "timestamp"
+    """The system fields ``created_at`` and ``updated_at`` (never null)."""
+
+
+_ORDERED: Final = ("eq", "ne", "in", "lt", "lte", "gt", "gte")
+OPERATORS: Final[Mapping[Kind, tuple[str, ...]]] = MappingProxyType(
+    {
+        Kind.STRING: (*_ORDERED, "contains", "null"),
+        Kind.INTEGER: (*_ORDERED, "null"),
+        Kind.DATETIME: (*_ORDERED, "null"),
+        Kind.ENUM: (*_ORDERED, "null"),
+        Kind.MONEY: (*_ORDERED, "null"),
+        Kind.BOOLEAN: ("eq", "ne", "null"),
+        Kind.IDENTITY: _ORDERED,
+        Kind.TIMESTAMP: _ORDERED,
+    }
+)
+"""The operators that fit each kind, in the order of :class:`FilterOperator`."""
+
+_SYSTEM_KINDS: Final[Mapping[str, Kind]] = MappingProxyType(
+    {"id": Kind.IDENTITY, "created_at": Kind.TIMESTAMP, "updated_at": Kind.TIMESTAMP}
+)
+_FIELD_KINDS: Final[Mapping[FieldType, Kind]] = MappingProxyType(
+    {field_type: Kind(field_type.value) for field_type in FieldType}
+)
+
+
+def field_kind(entity: CompiledEntity, name: str) -> Kind | None:
+    """The kind of column ``name`` of ``entity``; ``None`` when it cannot be filtered or
+    sorted on (``tenant_id``, ``_version``, unknown names)."""
+    if name in _SYSTEM_KINDS:
+        return _SYSTEM_KINDS[name]
+    field = entity.fields.get(name)
+    if field is None or not isinstance(field.type, FieldType):
+        return None
+    return _FIELD_KINDS[field.type]
+
+
+def operator_names(declared: Filter, kind: Kind) -> tuple[str, ...]:
+    """The operators a (valid) filter allows, in canonical order."""
+    if declared.operators is None:
+        return OPERATORS[kind]
+    wanted = {FilterOperator(op).value for op in declared.operators}
+    return tuple(op for op in OPERATORS[kind] if op in wanted)
+
+
+def _column(entity: CompiledEntity, name: str, what: str, say: Say) -> Kind | None:
+    kind = field_kind(entity, name)
+    if kind is None:
+        if name in entity.fields or name in ("tenant_id", "_version"):
+            say(f"{what} {name!r}: this field cannot be filtered or sorted on")
+        else:
+            say(f"{what} {name!r} is not a field of entity {entity.fqn!r}")
+    return kind
+
+
+def _check_filter(declared: object, entity: CompiledEntity, say: Say) -> str | None:
+    if not isinstance(declared, Filter):
+        say(f"listing.filters holds {declared!r}, which is not a Filter")
+        return None
+    if not isinstance(declared.field, str):
+        say(f"listing filter field must be a string, got {declared.field!r}")
+        return None
+    kind = _column(entity, declared.field, "filter on", say)
+    if declared.label is not None and not isinstance(declared.label, str):
+        say(f"filter on {declared.field!r}: label must be a string")
+    if kind is None or declared.operators is None:
+        return declared.field
+    if not isinstance(declared.operators, (tuple, list)) or not declared.operators:
+        say(f"filter on {declared.field!r}: operators must be a non-empty tuple or None")
+        return declared.field
+    names: list[str] = []
+    for op in declared.operators:
+        try:
+            names.append(FilterOperator(op).value)
+        except ValueError:
+            allowed = ", ".join(m.value for m in FilterOperator)
+            say(f"filter on {declared.field!r}: unknown operator {op!r} (operators: {allowed})")
+            continue
+        if names[-1] not in OPERATORS[kind]:
+            say(
+                f"filter on {declared.field!r}: operator {names[-1]!r} does not fit a "
+                f"{kind.value} field (it allows {', '.join(OPERATORS[kind])})"
+            )
+    for op in duplicates(tuple(names)):
+        say(f"filter on {declared.field!r}: operator {op!r} given twice")
+    return declared.field
+
+
+def _check_page_sizes(listing: ListOptions, say: Say) -> None:
+    maximum = listing.max_page_size
+    if type(maximum) is not int or not 1 <= maximum <= MAX_PAGE_SIZE:
+        say(f"listing.max_page_size must be an integer from 1 to {MAX_PAGE_SIZE}, got {maximum!r}")
+        return
+    default = listing.default_page_size
+    if default is not None and (type(default) is not int or not 1 <= default <= maximum):
+        say(
+            f"listing.default_page_size must be None or an integer from 1 to max_page_size "
+            f"({maximum}), got {default!r}"
+        )
+
+
+def check_listing(listing: object, entity: CompiledEntity, say: Say) -> None:
+    """Report every problem of a projection's ``listing`` declarations."""
+    if listing is None:
+        return
+    if not isinstance(listing, ListOptions):
+        say(f"listing must be a ListOptions or None, got {type(listing).__name__}")
+        return
+    filters = listing.filters if isinstance(listing.filters, (tuple, list)) else ()
+    if filters is not listing.filters:
+        say("listing.filters must be a tuple of Filter")
+    declared = [_check_filter(item, entity, say) for item in filters]
+    for name in duplicates(tuple(name for name in declared if name is not None)):
+        say(f"listing filters field {name!r} twice")
+    sortable = names_of(listing.sortable, "listing.sortable", say)
+    for name in sortable:
+        _column(entity, name, "sort on", say)
+    for name in duplicates(sortable):
+        say(f"listing.sortable names {name!r} twice")
+    default_sort = names_of(listing.default_sort, "listing.default_sort", say)
+    for key in default_sort:
+        if key.removeprefix("-") not in sortable:
+            say(f"listing.default_sort key {key!r} does not name a sortable field")
+    for name in duplicates(tuple(key.removeprefix("-") for key in default_sort)):
+        say(f"listing.default_sort names {name!r} twice")
+    for name in names_of(listing.search, "listing.search", say):
+        field = entity.fields.get(name)
+        if field is None or field.type is not FieldType.STRING:
+            say(f"listing.search names {name!r}, which is not a string field of {entity.fqn!r}")
+    _check_page_sizes(listing, say)

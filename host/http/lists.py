@@ -1,0 +1,38 @@
+"""The response of a list request with list parameters or at ViewSchema 1.1.0."""
+
+from __future__ import annotations
+
+from quart import Response
+
+from host import jsonio
+from host.graph.model import CompiledProjection
+from host.http.envelope import JSON
+from host.http.viewschema import ViewSchemaTemplate
+from host.query.document import list_document, list_stream
+from host.query.params import ListQuery
+from host.runtime.listreads import ListReader
+
+__all__ = ["list_response"]
+
+
+async def list_response(
+    lists: ListReader,
+    template: ViewSchemaTemplate,
+    projection: CompiledProjection,
+    query: ListQuery,
+    tenant: str,
+    generated_at: str,
+    chunk_rows: int,
+) -> Response:
+    """A page (one statement), or every matching row (streamed when longer than a chunk)."""
+    spec = lists.spec(projection.fqn)
+    if query.page_size is not None:
+        items, cursor = await lists.page(projection, tenant, query, query.page_size)
+        document = list_document(template, spec, query, tenant, generated_at, items, cursor)
+        return Response(jsonio.dumps(document), content_type=JSON)
+    first, rest = await lists.every_row(projection, tenant, query, chunk_rows)
+    if rest is None:
+        document = list_document(template, spec, query, tenant, generated_at, first, None)
+        return Response(jsonio.dumps(document), content_type=JSON)
+    stream = list_stream(template, spec, query, tenant, generated_at, first, rest)
+    return Response(stream, content_type=JSON)

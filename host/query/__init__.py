@@ -1,0 +1,1 @@
+"""List queries of projections: declarations resolved, parameters parsed, cursors, documents."""

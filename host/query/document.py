@@ -1,0 +1,124 @@
+"""The list and detail documents of a list request, at ViewSchema 1.0.0 or 1.1.0.
+
+Built on :class:`host.http.viewschema.ViewSchemaTemplate`: a 1.0.0 document is the template's
+with the page's ``pagination``; a 1.1.0 document adds ``filters`` descriptors, ``sort``,
+``search`` and ``pagination.maxPageSize`` (docs/http.md, "ViewSchema 1.1.0").
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from host import jsonio
+from host.http.viewschema import SYSTEM_TYPES, ViewSchemaTemplate, humanise
+from host.query.params import SCHEMA_1_1, ListQuery
+from host.query.spec import ListSpec
+
+__all__ = ["detail_document", "list_document", "list_stream"]
+
+Rows = list[dict[str, Any]]
+
+
+def _filters(spec: ListSpec) -> list[dict[str, Any]]:
+    descriptors = []
+    for name, declared in spec.filters.items():
+        field = declared.column.field
+        system = name in SYSTEM_TYPES
+        label = declared.label or (None if system else field.label) or humanise(name)
+        descriptor: dict[str, Any] = {
+            "field": name,
+            "label": label,
+            "type": SYSTEM_TYPES[name] if system else field.type.value,
+            "operators": list(declared.operators),
+        }
+        if not system and field.options:
+            descriptor["options"] = list(field.options)
+        descriptors.append(descriptor)
+    return descriptors
+
+
+def _upgrade(document: dict[str, Any], spec: ListSpec, query: ListQuery | None) -> dict[str, Any]:
+    """The 1.1.0 keys, in place; ``data`` stays the last key."""
+    data = document.pop("data")
+    document["schemaVersion"] = SCHEMA_1_1
+    document["filters"] = _filters(spec)
+    sort = spec.default_sort if query is None else query.sort
+    document["sort"] = {
+        "fields": list(spec.sortable),
+        "default": [key.text for key in spec.default_sort],
+        "active": [key.text for key in sort],
+    }
+    if spec.search:
+        document["search"] = {
+            "fields": [column.name for column in spec.search],
+            "active": None if query is None else query.q,
+        }
+    document["data"] = data
+    return document
+
+
+def _pagination(spec: ListSpec, query: ListQuery, size: int, cursor: str | None) -> dict[str, Any]:
+    pagination: dict[str, Any] = {"pageSize": size, "nextCursor": cursor}
+    if query.version == SCHEMA_1_1:
+        pagination["maxPageSize"] = spec.max_page_size
+    return pagination
+
+
+def _head(
+    template: ViewSchemaTemplate, spec: ListSpec, query: ListQuery, tenant: str, generated_at: str
+) -> dict[str, Any]:
+    document = template.render_list(tenant, generated_at, [])
+    return _upgrade(document, spec, query) if query.version == SCHEMA_1_1 else document
+
+
+def list_document(
+    template: ViewSchemaTemplate,
+    spec: ListSpec,
+    query: ListQuery,
+    tenant: str,
+    generated_at: str,
+    items: Sequence[dict[str, Any]],
+    cursor: str | None,
+) -> dict[str, Any]:
+    """A page (``query.page_size`` set) or a whole list that fits in one chunk."""
+    document = _head(template, spec, query, tenant, generated_at)
+    size = len(items) if query.page_size is None else query.page_size
+    document["data"] = {"items": items, "pagination": _pagination(spec, query, size, cursor)}
+    return document
+
+
+def list_stream(
+    template: ViewSchemaTemplate,
+    spec: ListSpec,
+    query: ListQuery,
+    tenant: str,
+    generated_at: str,
+    first: Rows,
+    rest: AsyncIterator[Rows],
+) -> AsyncIterator[bytes]:
+    """Every matching row, serialised chunk by chunk (the bytes of :func:`list_document`)."""
+    document = _head(template, spec, query, tenant, generated_at)
+    del document["data"]
+    head = jsonio.dumps(document)[:-1] + b',"data":{"items":['
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield head + jsonio.dumps(first)[1:-1]
+        count = len(first)
+        try:
+            async for chunk in rest:
+                yield b"," + jsonio.dumps(chunk)[1:-1]
+                count += len(chunk)
+        finally:
+            aclose = getattr(rest, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        pagination = jsonio.dumps(_pagination(spec, query, count, None))
+        yield b'],"pagination":' + pagination + b"}}"
+
+    return stream()
+
+
+def detail_document(document: dict[str, Any], spec: ListSpec) -> dict[str, Any]:
+    """A detail document at 1.1.0: the projection's list declarations, nothing active."""
+    return _upgrade(document, spec, None)

@@ -1,0 +1,250 @@
+"""The list query parameters of ``GET {prefix}/projections/{fqn}`` (docs/http.md, "Lists").
+
+:func:`parse_list_query` turns ``pageSize``, ``cursor``, ``sort``, ``filter.*`` and ``q`` into a
+validated :class:`ListQuery` whose values are already in their database form, or refuses the
+request with a 400 ``BadRequest`` naming what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from host.graph.listing import Kind
+from host.query.cursor import CursorCodec, KeysetValue
+from host.query.spec import Column, ListSpec, SortKey
+from host.values import coerce_write
+from plugin_api.errors import BadRequest
+
+__all__ = [
+    "LIST_PARAMETERS",
+    "Condition",
+    "ListQuery",
+    "binding",
+    "fold",
+    "negotiate",
+    "parse_list_query",
+]
+
+SCHEMA_1_0: Final = "1.0.0"
+SCHEMA_1_1: Final = "1.1.0"
+LIST_PARAMETERS: Final = ("pageSize", "cursor", "sort", "q")
+FILTER_PREFIX: Final = "filter."
+IN_MAX_VALUES: Final = 100
+_DIGITS: Final = re.compile(r"[0-9]{1,9}", re.ASCII)
+_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+class Args(Protocol):
+    """The request's query arguments (a werkzeug ``MultiDict``)."""
+
+    def getlist(self, key: str) -> list[str]: ...
+
+    def keys(self) -> Iterable[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One filter: ``column <operator> values`` (database values; ``in`` has several,
+    ``null`` has one boolean)."""
+
+    column: Column
+    operator: str
+    values: tuple[object, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ListQuery:
+    """A validated list request."""
+
+    version: str
+    conditions: tuple[Condition, ...]
+    sort: tuple[SortKey, ...]
+    """The sort in force (requested, else declared default); ``id`` follows implicitly."""
+    q: str | None
+    """The search text as sent (``None`` without a search)."""
+    page_size: int | None
+    """Rows per page; ``None``: every matching row (no page)."""
+    after: tuple[KeysetValue, ...] | None
+    """The keyset values of the cursor: the sort keys' stored values, then ``id``."""
+    binding: bytes
+    """What a cursor of this request is bound to (see :mod:`host.query.cursor`)."""
+
+    @property
+    def needle(self) -> str | None:
+        """The search text as compared (ASCII letters folded)."""
+        return None if self.q is None else fold(self.q)
+
+
+def fold(text: str) -> str:
+    """Case folding of ``contains`` and ``q``: ASCII ``A-Z`` to ``a-z``, nothing else (the
+    same on SQLite and PostgreSQL, see docs/http.md)."""
+    return text.translate(_ASCII_LOWER)
+
+
+def negotiate(values: Sequence[str]) -> str:
+    """The ViewSchema version for ``acceptSchemaVersions`` (comma-separated, possibly
+    repeated): ``1.1.0`` when listed, otherwise ``1.0.0`` as in v0.1."""
+    listed = {token.strip() for value in values for token in value.split(",")}
+    return SCHEMA_1_1 if SCHEMA_1_1 in listed else SCHEMA_1_0
+
+
+def binding(
+    tenant: str,
+    spec: ListSpec,
+    conditions: Sequence[Condition],
+    sort: Sequence[SortKey],
+    q: str | None,
+) -> bytes:
+    """The canonical bytes a cursor is bound to."""
+    document = [
+        tenant,
+        spec.fqn,
+        sorted([c.column.name, c.operator, list(c.values)] for c in conditions),
+        [key.text for key in sort],
+        None if q is None else fold(q),
+    ]
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+def _one(args: Args, name: str) -> str | None:
+    values = args.getlist(name)
+    if len(values) > 1:
+        raise BadRequest(f"Parameter {name!r} is given more than once")
+    return values[0] if values else None
+
+
+def _page_size(text: str, spec: ListSpec) -> int:
+    number = int(text) if _DIGITS.fullmatch(text) else 0
+    if not 1 <= number <= spec.max_page_size:
+        shown = text if len(text) <= 20 else text[:20] + "..."
+        raise BadRequest(
+            f"Parameter 'pageSize' must be an integer from 1 to {spec.max_page_size}, got {shown!r}"
+        )
+    return number
+
+
+def _sort(text: str, spec: ListSpec) -> tuple[SortKey, ...]:
+    allowed = ", ".join(spec.sortable) or "none (the projection declares no sortable field)"
+    keys: list[SortKey] = []
+    for raw in text.split(","):
+        key = raw.strip()
+        name = key.removeprefix("-")
+        if name not in spec.sortable:
+            raise BadRequest(
+                f"Parameter 'sort': {key!r} is not a sortable field of projection "
+                f"{spec.fqn!r}; sortable fields: {allowed} (prefix '-' for descending)"
+            )
+        if any(k.column.name == name for k in keys):
+            raise BadRequest(f"Parameter 'sort' names {name!r} twice")
+        keys.append(SortKey(spec.sortable[name], key.startswith("-")))
+    return tuple(keys)
+
+
+def _value(column: Column, text: str, parameter: str) -> object:
+    try:
+        if column.kind is Kind.BOOLEAN:
+            if text not in ("true", "false"):
+                raise BadRequest(f"Field {column.name!r} expects true or false, got {text!r}")
+            return text == "true"
+        if column.kind is Kind.MONEY:
+            currency = column.field.currency
+            return coerce_write(column.field, {"amount": text, "currency": currency})
+        return coerce_write(column.field, text)
+    except BadRequest as error:
+        raise BadRequest(f"Parameter {parameter!r}: {error.message}") from None
+
+
+def _condition(parameter: str, text: str, spec: ListSpec) -> Condition:
+    name, _, operator = parameter[len(FILTER_PREFIX) :].partition(".")
+    declared = spec.filters.get(name)
+    if declared is None:
+        allowed = ", ".join(spec.filters) or "none (the projection declares no filter)"
+        raise BadRequest(
+            f"Parameter {parameter!r}: {name!r} is not a filterable field of projection "
+            f"{spec.fqn!r}; filterable fields: {allowed}"
+        )
+    operator = operator or "eq"
+    if operator not in declared.operators:
+        raise BadRequest(
+            f"Parameter {parameter!r}: operator {operator!r} is not allowed on {name!r}; "
+            f"allowed: {', '.join(declared.operators)}"
+        )
+    column = declared.column
+    if operator == "null":
+        if text not in ("true", "false"):
+            raise BadRequest(f"Parameter {parameter!r} expects true or false, got {text!r}")
+        return Condition(column, operator, (text == "true",))
+    if operator == "contains":
+        return Condition(column, operator, (fold(str(_value(column, text, parameter))),))
+    if operator == "in":
+        parts = text.split(",")
+        if len(parts) > IN_MAX_VALUES:
+            raise BadRequest(f"Parameter {parameter!r} lists more than {IN_MAX_VALUES} values")
+        values = dict.fromkeys(_value(column, part, parameter) for part in parts)
+        return Condition(column, operator, tuple(values))
+    return Condition(column, operator, (_value(column, text, parameter),))
+
+
+def _search(text: str, spec: ListSpec) -> str | None:
+    if not spec.search:
+        raise BadRequest(f"Parameter 'q': projection {spec.fqn!r} declares no search")
+    for column in spec.search[:1]:
+        _value(column, text, "q")  # the same text rules as a string value
+    return text or None
+
+
+def parse_list_query(
+    args: Args, spec: ListSpec, version: str, tenant: str, cursors: CursorCodec
+) -> ListQuery | None:
+    """The list query of a request, or ``None`` when the request is answered as in v0.1
+    (ViewSchema 1.0.0 and none of the list parameters).
+
+    :raises BadRequest: naming the parameter and what is allowed.
+    """
+    names = [name for name in dict.fromkeys(args.keys())]
+    filters = [name for name in names if name.startswith(FILTER_PREFIX)]
+    present = any(name in LIST_PARAMETERS for name in names) or bool(filters)
+    if not present and version == SCHEMA_1_0:
+        return None
+    conditions = tuple(
+        _condition(name, text, spec) for name in filters for text in args.getlist(name)
+    )
+    sort_text = _one(args, "sort")
+    sort = spec.default_sort if sort_text is None else _sort(sort_text, spec)
+    q_text = _one(args, "q")
+    q = None if q_text is None else _search(q_text, spec)
+    size_text = _one(args, "pageSize")
+    token = _one(args, "cursor")
+    page_size: int | None
+    if size_text is not None:
+        page_size = _page_size(size_text, spec)
+    elif token is not None:
+        page_size = spec.default_page_size or spec.max_page_size
+    elif version == SCHEMA_1_1:
+        page_size = spec.default_page_size
+    else:
+        page_size = None
+    bound = binding(tenant, spec, conditions, sort, q)
+    after: tuple[KeysetValue, ...] | None = None
+    if token is not None:
+        values = cursors.decode(token, bound, len(sort) + 1)
+        if values is None:
+            raise BadRequest(
+                "Parameter 'cursor' is not a cursor of this request: it was altered, or it "
+                "was issued for another tenant, projection, filter set, sort or search; send "
+                "the nextCursor of the previous page with the same filter.*, sort and q"
+            )
+        after = tuple(values)
+    return ListQuery(
+        version=version,
+        conditions=conditions,
+        sort=sort,
+        q=q,
+        page_size=page_size,
+        after=after,
+        binding=bound,
+    )

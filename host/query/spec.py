@@ -1,0 +1,115 @@
+"""A projection's list declarations, resolved against its entity once at startup."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from host.graph.listing import Kind, field_kind, operator_names
+from host.graph.model import CompiledProjection
+from plugin_api.definitions import Field, FieldType
+from plugin_api.listing import MAX_PAGE_SIZE, ListOptions
+
+__all__ = ["Column", "FilterSpec", "ListSpec", "SortKey", "list_spec"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Column:
+    """A column a list may be filtered or sorted on."""
+
+    name: str
+    kind: Kind
+    field: Field
+    """The declared field; a stand-in of the right type for ``id``/``created_at``/``updated_at``
+    (used to parse filter values as action inputs are parsed)."""
+    nullable: bool
+    """Whether the column may hold null (every declared field column may)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FilterSpec:
+    column: Column
+    operators: tuple[str, ...]
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SortKey:
+    """One key of a sort: a column, descending or not."""
+
+    column: Column
+    descending: bool
+
+    @property
+    def text(self) -> str:
+        """As written in the ``sort`` parameter: ``-created_at``."""
+        return f"-{self.column.name}" if self.descending else self.column.name
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ListSpec:
+    """What a list render of one projection accepts."""
+
+    projection: CompiledProjection
+    filters: Mapping[str, FilterSpec]
+    """Declared filters by field name, in declaration order."""
+    sortable: Mapping[str, Column]
+    default_sort: tuple[SortKey, ...]
+    search: tuple[Column, ...]
+    default_page_size: int | None
+    max_page_size: int
+    declared: bool
+    """Whether the projection declares any list options (``listing`` is not None)."""
+
+    @property
+    def fqn(self) -> str:
+        return self.projection.fqn
+
+    def column(self, name: str) -> Column:
+        """Any filterable, sortable or searched column (or ``id``) by name."""
+        if name in self.sortable:
+            return self.sortable[name]
+        if name in self.filters:
+            return self.filters[name].column
+        return _column(self.projection, name)
+
+
+def _column(projection: CompiledProjection, name: str) -> Column:
+    entity = projection.entity
+    kind = field_kind(entity, name)
+    assert kind is not None, name  # the compiler checked every declared name
+    if name in entity.fields:
+        return Column(name=name, kind=kind, field=entity.fields[name], nullable=True)
+    stand_in_type = FieldType.STRING if kind is Kind.IDENTITY else FieldType.DATETIME
+    stand_in = Field(name=name, type=stand_in_type)
+    return Column(name=name, kind=kind, field=stand_in, nullable=False)
+
+
+def list_spec(projection: CompiledProjection) -> ListSpec:
+    """Resolve ``projection``'s (validated) list declarations."""
+    listing = projection.definition.listing
+    options = listing if listing is not None else ListOptions()
+    filters = {
+        declared.field: FilterSpec(
+            column=(column := _column(projection, declared.field)),
+            operators=operator_names(declared, column.kind),
+            label=declared.label,
+        )
+        for declared in options.filters
+    }
+    sortable = {name: _column(projection, name) for name in options.sortable}
+    default_sort = tuple(
+        SortKey(sortable[key.removeprefix("-")], key.startswith("-"))
+        for key in options.default_sort
+    )
+    return ListSpec(
+        projection=projection,
+        filters=MappingProxyType(filters),
+        sortable=MappingProxyType(sortable),
+        default_sort=default_sort,
+        search=tuple(_column(projection, name) for name in options.search),
+        default_page_size=options.default_page_size,
+        max_page_size=min(options.max_page_size, MAX_PAGE_SIZE),
+        declared=listing is not None,
+    )

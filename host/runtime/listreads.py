@@ -1,0 +1,128 @@
+"""Reads of filtered, sorted, searched and paged lists (docs/http.md, "Lists").
+
+Every read is one short statement keyed on the last row sent (keyset pagination over the sort
+keys and ``id``): a page is one statement (one row more than the page tells whether another
+follows); a list without a page size is read chunk by chunk with the same statement, each
+chunk its own statement, so no connection or transaction is held while the client reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from host.graph.listing import Kind
+from host.graph.model import CompiledProjection, Graph
+from host.query.cursor import CursorCodec, KeysetValue
+from host.query.params import ListQuery
+from host.query.spec import Column, ListSpec, list_spec
+from host.runtime.reads import projection_columns
+from host.runtime.rows import RowRenderer
+from host.storage import Schema, Storage
+from host.storage.listsql import select_list
+from plugin_api.definitions import Field, FieldType
+
+__all__ = ["ListReader", "Rows"]
+
+Rows = list[dict[str, Any]]
+_ID = Column(
+    name="id", kind=Kind.IDENTITY, field=Field(name="id", type=FieldType.STRING), nullable=False
+)
+
+
+class _ListRead:
+    __slots__ = ("columns", "positions", "render", "spec", "table")
+
+    def __init__(self, projection: CompiledProjection, table: str) -> None:
+        self.spec = list_spec(projection)
+        shown = projection_columns(projection)
+        extra = tuple(name for name in self.spec.sortable if name not in shown)
+        self.columns = (*shown, *extra)
+        self.positions = {name: i for i, name in enumerate(self.columns)}
+        self.render = RowRenderer(projection.entity, shown)
+        self.table = table
+
+
+class ListReader:
+    """Lists of every projection of a graph, read through :func:`select_list`."""
+
+    def __init__(
+        self, graph: Graph, storage: Storage, schema: Schema, cursors: CursorCodec
+    ) -> None:
+        self._storage = storage
+        self.cursors = cursors
+        self._reads = {
+            fqn: _ListRead(projection, schema.entities[projection.entity.fqn].name)
+            for fqn, projection in graph.projections.items()
+        }
+
+    def spec(self, fqn: str) -> ListSpec:
+        """The list declarations of projection ``fqn``."""
+        return self._reads[fqn].spec
+
+    async def _rows(
+        self,
+        read: _ListRead,
+        query: ListQuery,
+        tenant: str,
+        after: Sequence[KeysetValue] | None,
+        limit: int,
+    ) -> Sequence[Sequence[Any]]:
+        sql, params = select_list(
+            self._storage.dialect,
+            read.table,
+            read.columns,
+            query,
+            search=read.spec.search,
+            id_column=_ID,
+            tenant=tenant,
+            after=after,
+            limit=limit,
+        )
+        return await self._storage.rows(sql, params)
+
+    @staticmethod
+    def _keyset(read: _ListRead, query: ListQuery, row: Sequence[Any]) -> list[KeysetValue]:
+        values: list[KeysetValue] = []
+        for key in query.sort:
+            value = row[read.positions[key.column.name]]
+            values.append(
+                bool(value) if key.column.kind is Kind.BOOLEAN and value is not None else value
+            )
+        values.append(row[0])
+        return values
+
+    async def page(
+        self, projection: CompiledProjection, tenant: str, query: ListQuery, page_size: int
+    ) -> tuple[Rows, str | None]:
+        """One page (one statement) and the cursor of the next one (``None`` on the last)."""
+        read = self._reads[projection.fqn]
+        rows = await self._rows(read, query, tenant, query.after, page_size + 1)
+        if len(rows) <= page_size:
+            return read.render.many(rows), None
+        rows = rows[:page_size]
+        cursor = self.cursors.encode(query.binding, self._keyset(read, query, rows[-1]))
+        return read.render.many(rows), cursor
+
+    async def every_row(
+        self, projection: CompiledProjection, tenant: str, query: ListQuery, chunk_size: int
+    ) -> tuple[Rows, AsyncIterator[Rows] | None]:
+        """Every matching row: the first chunk and, when there is more, an iterator of the
+        remaining chunks (each read by its own statement when the client wants it)."""
+        read = self._reads[projection.fqn]
+        rows = await self._rows(read, query, tenant, query.after, chunk_size + 1)
+        if len(rows) <= chunk_size:
+            return read.render.many(rows), None
+        rows = rows[:chunk_size]
+        after = self._keyset(read, query, rows[-1])
+
+        async def rest(after: list[KeysetValue]) -> AsyncIterator[Rows]:
+            while True:
+                chunk = await self._rows(read, query, tenant, after, chunk_size)
+                if chunk:
+                    yield read.render.many(chunk)
+                if len(chunk) < chunk_size:
+                    return
+                after = self._keyset(read, query, chunk[-1])
+
+        return read.render.many(rows), rest(after)

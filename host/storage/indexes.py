@@ -1,0 +1,99 @@
+"""The indexes that serve the declared filters and sorts of list projections.
+
+For every field a list projection declares sortable, or filterable with a comparison
+operator, the entity table gets an index on (``tenant_id``, the field's sort expression,
+``id``) (:func:`host.storage.listsql.index_ddl`): the filter or sort of one tenant seeks it,
+and the keyset of a deep page starts where the previous page ended. The schema evolution
+diffs the indexes the graph wants against the ``tx_`` indexes the database has (read from
+its catalog) and plans each difference as an additive change (``index-added``,
+``index-removed``), applied at startup like any other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Final
+
+import sqlalchemy as sa
+
+from host.graph.model import Graph
+from host.query.spec import Column, list_spec
+from host.storage.database import Tx
+from host.storage.dialect import IDENTIFIER_MAX_LENGTH, EvolutionDialect
+from host.storage.listsql import index_ddl, sort_expression
+from host.storage.plan import Change, ChangeClass, Statement
+
+__all__ = ["INDEX_PREFIX", "index_changes", "wanted_indexes"]
+
+INDEX_PREFIX: Final = "tx_"
+_COMPARING: Final = frozenset({"eq", "ne", "in", "lt", "lte", "gt", "gte"})
+_CATALOG: Final[Mapping[str, str]] = {
+    "sqlite": (
+        "SELECT tbl_name AS table_name, name AS index_name FROM sqlite_master "
+        "WHERE type = 'index' AND substr(name, 1, 3) = 'tx_'"
+    ),
+    "postgresql": (
+        "SELECT tablename AS table_name, indexname AS index_name FROM pg_indexes "
+        "WHERE schemaname = current_schema() AND substr(indexname, 1, 3) = 'tx_'"
+    ),
+}
+
+
+def _name(dialect: str, table: str, column: Column) -> str:
+    # The digest of the expression renames the index when it changes (new enum options).
+    digest = hashlib.sha256(sort_expression(dialect, column).encode()).hexdigest()[:8]
+    base = f"{INDEX_PREFIX}{table}__{column.name}"
+    return f"{base[: IDENTIFIER_MAX_LENGTH - 9]}_{digest}"
+
+
+def wanted_indexes(graph: Graph, dialect: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """(table, index name) -> (field, ``CREATE INDEX`` statement) for every list index."""
+    wanted: dict[tuple[str, str], tuple[str, str]] = {}
+    for projection in graph.projections.values():
+        spec = list_spec(projection)
+        columns = [*spec.sortable.values()]
+        columns += [f.column for f in spec.filters.values() if _COMPARING & set(f.operators)]
+        table = projection.entity.table_name
+        for column in columns:
+            if column.name == "id":
+                continue  # the primary key (tenant_id, id) serves it
+            name = _name(dialect, table, column)
+            wanted[(table, name)] = (column.name, index_ddl(dialect, table, column, name))
+    return wanted
+
+
+async def index_changes(tx: Tx, dialect: EvolutionDialect, graph: Graph) -> list[Change]:
+    """``index-added`` and ``index-removed`` changes (additive) from the database's ``tx_``
+    indexes to those ``graph`` wants."""
+    rows = await tx.fetch_all(sa.text(_CATALOG[dialect.name]))
+    existing = {(str(row["table_name"]), str(row["index_name"])) for row in rows}
+    wanted = wanted_indexes(graph, dialect.name)
+    changes: list[Change] = []
+    for table, name in sorted(existing - wanted.keys()):
+        sql = f"DROP INDEX IF EXISTS {dialect.quote(name)}"
+        changes.append(
+            Change(
+                kind="index-removed",
+                change_class=ChangeClass.ADDITIVE,
+                subject=f"index {name} of table {table}",
+                detail="no list projection filters or sorts on its field any more",
+                sql=(sql,),
+                operations=(Statement(sql),),
+            )
+        )
+    for (table, name), (field, sql) in sorted(wanted.items()):
+        if (table, name) in existing:
+            continue
+        changes.append(
+            Change(
+                kind="index-added",
+                change_class=ChangeClass.ADDITIVE,
+                subject=f"index {name} of table {table}",
+                detail=f"a list projection filters or sorts on {field!r}",
+                sql=(sql,),
+                # ``sa.text`` would take ``:word`` inside an enum option for a parameter.
+                operations=(Statement(sql.replace(":", "\\:")),),
+            )
+        )
+    return changes

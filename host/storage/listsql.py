@@ -1,0 +1,228 @@
+"""The SQL text of a filtered, sorted, searched list page (keyset pagination).
+
+Identifiers come only from the compiled graph and are quoted by the dialect; enum options
+(from the graph too) are the only literals, quoted as SQL strings. Every value of a request
+(filter values, search text, cursor values, the tenant, the limit) is a bound parameter.
+
+The sort expression of a column is the same text in ``ORDER BY``, in the keyset condition,
+in filters and in the index built for it (:func:`index_ddl`), so both backends can use the
+index (docs/http.md, "Lists", and docs/benchmarks.md for the plans).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from host.graph.listing import Kind
+from host.query.cursor import KeysetValue
+from host.query.params import Condition, ListQuery
+from host.query.spec import Column, SortKey
+from host.storage.sql import quote as _q
+
+__all__ = ["index_ddl", "select_list", "sort_expression"]
+
+_TEXT_KINDS: Final = frozenset({Kind.STRING, Kind.DATETIME, Kind.TIMESTAMP})
+_COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+_UPPER: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def sort_expression(dialect: str, column: Column) -> str:
+    """How ``column`` is compared and ordered: text in code-point order (``COLLATE "C"`` on
+    PostgreSQL), money as a number, an enum by the position of its option."""
+    name = _q(dialect, column.name)
+    kind = column.kind
+    if kind in _TEXT_KINDS and dialect == "postgresql":
+        return f'({name} COLLATE "C")'
+    if kind is Kind.MONEY:
+        return f"(CAST({name} AS NUMERIC))"
+    if kind is Kind.ENUM:
+        whens = " ".join(
+            f"WHEN {_literal(option)} THEN {rank}"
+            for rank, option in enumerate(column.field.options)
+        )
+        return f"(CASE {name} {whens} END)"
+    return name
+
+
+class _Params:
+    """Collects bound values and hands out their placeholders."""
+
+    __slots__ = ("dialect", "values")
+
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+        self.values: list[object] = []
+
+    def mark(self, value: object) -> str:
+        self.values.append(value)
+        return "?" if self.dialect == "sqlite" else f"${len(self.values)}"
+
+    def operand(self, column: Column, value: object) -> str:
+        """A bound value on the same scale as :func:`sort_expression`."""
+        if column.kind is Kind.MONEY:
+            return f"CAST(CAST({self.mark(value)} AS TEXT) AS NUMERIC)"
+        if column.kind is Kind.ENUM:
+            options = column.field.options
+            return self.mark(options.index(value) if value in options else None)
+        if column.kind is Kind.BOOLEAN:
+            return self.mark(None if value is None else bool(value))
+        return self.mark(value)
+
+
+def _fold(dialect: str, name: str) -> str:
+    if dialect == "sqlite":
+        return f"lower({name})"  # SQLite's lower() folds ASCII letters only
+    return f"translate({name}, '{_UPPER}', '{_UPPER.lower()}')"
+
+
+def _contains(dialect: str, name: str, mark: str) -> str:
+    if dialect == "sqlite":
+        return f"instr({_fold(dialect, name)}, {mark}) > 0"
+    return f"strpos({_fold(dialect, name)}, {mark}) > 0"
+
+
+def _condition(condition: Condition, params: _Params) -> str:
+    column, operator, values = condition.column, condition.operator, condition.values
+    dialect = params.dialect
+    name = _q(dialect, column.name)
+    expression = sort_expression(dialect, column)
+    if operator == "null":
+        return f"{name} IS NULL" if values[0] else f"{name} IS NOT NULL"
+    if operator == "contains":
+        return _contains(dialect, name, params.mark(values[0]))
+    if operator == "in":
+        marks = ", ".join(params.operand(column, value) for value in values)
+        return f"{expression} IN ({marks})"
+    if operator == "ne":
+        text = f"{expression} <> {params.operand(column, values[0])}"
+        return f"({text} OR {name} IS NULL)" if column.nullable else text
+    return f"{expression} {_COMPARISONS[operator]} {params.operand(column, values[0])}"
+
+
+def _search(query: ListQuery, search: Sequence[Column], params: _Params) -> str:
+    needle = query.needle
+    parts = [
+        _contains(params.dialect, _q(params.dialect, c.name), params.mark(needle)) for c in search
+    ]
+    return "(" + " OR ".join(parts) + ")"
+
+
+def _keys(dialect: str, sort: Sequence[SortKey], id_column: Column) -> list[tuple[Column, bool]]:
+    keys = [(key.column, key.descending) for key in sort]
+    # ``id`` breaks ties in the direction of the last key, so one index per sort field
+    # (tenant, expression, id) serves both directions.
+    keys.append((id_column, keys[-1][1] if keys else False))
+    return keys
+
+
+def _order_by(dialect: str, keys: Sequence[tuple[Column, bool]]) -> str:
+    parts = []
+    for column, descending in keys:
+        expression = sort_expression(dialect, column)
+        if dialect == "postgresql":  # SQLite's own order: nulls first ascending, last descending
+            parts.append(
+                f"{expression} DESC NULLS LAST" if descending else f"{expression} NULLS FIRST"
+            )
+        else:
+            parts.append(f"{expression} DESC" if descending else expression)
+    return ", ".join(parts)
+
+
+def _effective(column: Column, value: KeysetValue) -> KeysetValue:
+    """A stored enum value outside the options sorts as null (its sort expression is null)."""
+    if column.kind is Kind.ENUM and value not in column.field.options:
+        return None
+    return value
+
+
+def _after(
+    keys: Sequence[tuple[Column, bool]], values: Sequence[KeysetValue], params: _Params
+) -> str:
+    """Rows strictly after the keyset ``values`` in the order of ``keys`` (null is the
+    smallest value: first ascending, last descending)."""
+    dialect = params.dialect
+    values = [_effective(column, value) for (column, _), value in zip(keys, values, strict=True)]
+    operands = [None if v is None else (c, v) for (c, _), v in zip(keys, values, strict=True)]
+    directions = {descending for _, descending in keys}
+    nullable = any(column.nullable for column, _ in keys)
+    if len(directions) == 1 and None not in operands and not (nullable and True in directions):
+        # One row-value comparison: both backends seek the (tenant, key..., id) index with it.
+        left = ", ".join(sort_expression(dialect, column) for column, _ in keys)
+        right = ", ".join(params.operand(c, v) for (c, _), v in zip(keys, values, strict=True))
+        return f"({left}) {'<' if True in directions else '>'} ({right})"
+    pairs = list(zip(keys, values, strict=True))
+
+    def equal(column: Column, value: KeysetValue) -> str:
+        if value is None:
+            return f"{_q(dialect, column.name)} IS NULL"
+        return f"{sort_expression(dialect, column)} = {params.operand(column, value)}"
+
+    def beyond(column: Column, descending: bool, value: KeysetValue) -> str | None:
+        name = _q(dialect, column.name)
+        if value is None:
+            return None if descending else f"{name} IS NOT NULL"
+        expression = sort_expression(dialect, column)
+        if descending:
+            smaller = f"{expression} < {params.operand(column, value)}"
+            return f"({smaller} OR {name} IS NULL)" if column.nullable else smaller
+        return f"{expression} > {params.operand(column, value)}"
+
+    # Placeholders are generated in text order: ``?`` on SQLite binds by position.
+    alternatives: list[str] = []
+    for j, ((column, descending), value) in enumerate(pairs):
+        if value is None and descending:
+            continue  # nothing sorts after null in a descending key
+        parts = [equal(c, v) for (c, _), v in pairs[:j]]
+        last = beyond(column, descending, value)
+        assert last is not None
+        alternatives.append(" AND ".join([*parts, last]))
+    if not alternatives:
+        return "1 = 0"
+    return "(" + " OR ".join(f"({alternative})" for alternative in alternatives) + ")"
+
+
+def select_list(
+    dialect: str,
+    table: str,
+    columns: Sequence[str],
+    query: ListQuery,
+    *,
+    search: Sequence[Column],
+    id_column: Column,
+    tenant: str,
+    after: Sequence[KeysetValue] | None,
+    limit: int,
+) -> tuple[str, list[object]]:
+    """The statement of one page: ``columns`` of the tenant's rows matching ``query``, in its
+    order, after the keyset ``after`` (if any), at most ``limit``; and its parameters."""
+    params = _Params(dialect)
+    where = [f"tenant_id = {params.mark(tenant)}"]
+    where.extend(_condition(condition, params) for condition in query.conditions)
+    if query.needle is not None and search:
+        where.append(_search(query, search, params))
+    keys = _keys(dialect, query.sort, id_column)
+    if after is not None:
+        where.append(_after(keys, after, params))
+    select = ", ".join(_q(dialect, name) for name in columns)
+    sql = (
+        f"SELECT {select} FROM {_q(dialect, table)} WHERE {' AND '.join(where)} "
+        f"ORDER BY {_order_by(dialect, keys)} LIMIT {params.mark(limit)}"
+    )
+    return sql, params.values
+
+
+def index_ddl(dialect: str, table: str, column: Column, name: str) -> str:
+    """``CREATE INDEX name`` on (tenant, sort expression, id), ordered as :func:`select_list`
+    orders (nulls first)."""
+    expression = sort_expression(dialect, column)
+    if dialect == "postgresql":
+        expression += " NULLS FIRST"
+    return (
+        f"CREATE INDEX IF NOT EXISTS {_q(dialect, name)} "
+        f"ON {_q(dialect, table)} (tenant_id, {expression}, id)"
+    )
