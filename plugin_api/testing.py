@@ -54,6 +54,8 @@ class Result:
     status: int
     json: Any
     headers: Mapping[str, str]
+    body: bytes = b""
+    """The raw response body."""
 
     @property
     def outputs(self) -> dict[str, Any]:
@@ -154,7 +156,9 @@ class Client:
         import json as _json
 
         decoded = _json.loads(raw) if raw else None
-        return Result(status=response.status_code, json=decoded, headers=dict(response.headers))
+        return Result(
+            status=response.status_code, json=decoded, headers=dict(response.headers), body=raw
+        )
 
     async def health(self) -> Result:
         return await self.request("GET", "/_health")

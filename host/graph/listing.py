@@ -111,8 +111,8 @@ def _check_filter(declared: object, entity: CompiledEntity, say: Say) -> str | N
             continue
         if names[-1] not in OPERATORS[kind]:
             say(
-                f"filter on {declared.field!r}: operator {names[-1]!r} does not fit a "
-                f"{kind.value} field (it allows {', '.join(OPERATORS[kind])})"
+                f"filter on {declared.field!r}: operator {names[-1]!r} does not fit its "
+                f"type {kind.value!r} (which allows {', '.join(OPERATORS[kind])})"
             )
     for op in duplicates(tuple(names)):
         say(f"filter on {declared.field!r}: operator {op!r} given twice")
