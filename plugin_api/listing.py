@@ -85,6 +85,10 @@ class ListOptions:
     :param default_page_size: page size of a ViewSchema 1.1.0 request that sends no
         ``pageSize``; ``None``: such a request gets every row.
     :param max_page_size: the largest ``pageSize`` accepted (1 to :data:`MAX_PAGE_SIZE`).
+    :param indexes: composite indexes for frequent combinations, each naming two or more
+        filterable or sortable fields: equality filters first, then a sort field. Every
+        filterable and sortable field gets an index of its own anyway; ``("state",
+        "created_at")`` also makes ``filter.state=open&sort=-created_at`` one index range.
     """
 
     filters: tuple[Filter, ...] = ()
@@ -93,3 +97,4 @@ class ListOptions:
     search: tuple[str, ...] = ()
     default_page_size: int | None = None
     max_page_size: int = MAX_PAGE_SIZE
+    indexes: tuple[tuple[str, ...], ...] = ()

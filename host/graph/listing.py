@@ -161,3 +161,15 @@ def check_listing(listing: object, entity: CompiledEntity, say: Say) -> None:
         if field is None or field.type is not FieldType.STRING:
             say(f"listing.search names {name!r}, which is not a string field of {entity.fqn!r}")
     _check_page_sizes(listing, say)
+    usable = {*sortable, *(name for name in declared if name is not None)}
+    indexes = listing.indexes if isinstance(listing.indexes, (tuple, list)) else None
+    if indexes is None:
+        say("listing.indexes must be a tuple of tuples of field names")
+        return
+    for index in indexes:
+        names = names_of(index, "listing.indexes entry", say)
+        if len(names) < 2 or duplicates(names) or "id" in names:
+            say(f"listing.indexes entry {index!r} must name two or more distinct fields, not id")
+        for name in names:
+            if name not in usable:
+                say(f"listing.indexes entry {index!r}: {name!r} is not filterable or sortable")

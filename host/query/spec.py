@@ -61,6 +61,8 @@ class ListSpec:
     max_page_size: int
     declared: bool
     """Whether the projection declares any list options (``listing`` is not None)."""
+    indexes: tuple[tuple[Column, ...], ...] = ()
+    """Declared composite indexes."""
 
     @property
     def fqn(self) -> str:
@@ -112,4 +114,7 @@ def list_spec(projection: CompiledProjection) -> ListSpec:
         default_page_size=options.default_page_size,
         max_page_size=min(options.max_page_size, MAX_PAGE_SIZE),
         declared=listing is not None,
+        indexes=tuple(
+            tuple(_column(projection, name) for name in index) for index in options.indexes
+        ),
     )

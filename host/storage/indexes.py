@@ -12,7 +12,7 @@ its catalog) and plans each difference as an additive change (``index-added``,
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 import sqlalchemy as sa
@@ -40,26 +40,27 @@ _CATALOG: Final[Mapping[str, str]] = {
 }
 
 
-def _name(dialect: str, table: str, column: Column) -> str:
-    # The digest of the expression renames the index when it changes (new enum options).
-    digest = hashlib.sha256(sort_expression(dialect, column).encode()).hexdigest()[:8]
-    base = f"{INDEX_PREFIX}{table}__{column.name}"
+def _name(dialect: str, table: str, columns: Sequence[Column]) -> str:
+    # The digest of the expressions renames the index when one changes (new enum options).
+    text = "\x00".join(sort_expression(dialect, column) for column in columns)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    base = f"{INDEX_PREFIX}{table}__{'__'.join(column.name for column in columns)}"
     return f"{base[: IDENTIFIER_MAX_LENGTH - 9]}_{digest}"
 
 
 def wanted_indexes(graph: Graph, dialect: str) -> dict[tuple[str, str], tuple[str, str]]:
-    """(table, index name) -> (field, ``CREATE INDEX`` statement) for every list index."""
+    """(table, index name) -> (fields, ``CREATE INDEX`` statement) for every list index."""
     wanted: dict[tuple[str, str], tuple[str, str]] = {}
     for projection in graph.projections.values():
         spec = list_spec(projection)
-        columns = [*spec.sortable.values()]
-        columns += [f.column for f in spec.filters.values() if _COMPARING & set(f.operators)]
+        singles = [*spec.sortable.values()]
+        singles += [f.column for f in spec.filters.values() if _COMPARING & set(f.operators)]
         table = projection.entity.table_name
-        for column in columns:
-            if column.name == "id":
-                continue  # the primary key (tenant_id, id) serves it
-            name = _name(dialect, table, column)
-            wanted[(table, name)] = (column.name, index_ddl(dialect, table, column, name))
+        groups = [(column,) for column in singles if column.name != "id"]  # id: the key
+        for group in [*groups, *spec.indexes]:
+            name = _name(dialect, table, group)
+            fields = ", ".join(column.name for column in group)
+            wanted[(table, name)] = (fields, index_ddl(dialect, table, group, name))
     return wanted
 
 
@@ -90,7 +91,7 @@ async def index_changes(tx: Tx, dialect: EvolutionDialect, graph: Graph) -> list
                 kind="index-added",
                 change_class=ChangeClass.ADDITIVE,
                 subject=f"index {name} of table {table}",
-                detail=f"a list projection filters or sorts on {field!r}",
+                detail=f"a list projection filters or sorts on {field}",
                 sql=(sql,),
                 # ``sa.text`` would take ``:word`` inside an enum option for a parameter.
                 operations=(Statement(sql.replace(":", "\\:")),),

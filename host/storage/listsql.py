@@ -216,13 +216,14 @@ def select_list(
     return sql, params.values
 
 
-def index_ddl(dialect: str, table: str, column: Column, name: str) -> str:
-    """``CREATE INDEX name`` on (tenant, sort expression, id), ordered as :func:`select_list`
-    orders (nulls first)."""
-    expression = sort_expression(dialect, column)
-    if dialect == "postgresql":
-        expression += " NULLS FIRST"
+def index_ddl(dialect: str, table: str, columns: Sequence[Column], name: str) -> str:
+    """``CREATE INDEX name`` on (tenant, the columns' sort expressions, id), ordered as
+    :func:`select_list` orders (nulls first)."""
+    expressions = []
+    for column in columns:
+        expression = sort_expression(dialect, column)
+        expressions.append(f"{expression} NULLS FIRST" if dialect == "postgresql" else expression)
     return (
         f"CREATE INDEX IF NOT EXISTS {_q(dialect, name)} "
-        f"ON {_q(dialect, table)} (tenant_id, {expression}, id)"
+        f"ON {_q(dialect, table)} (tenant_id, {', '.join(expressions)}, id)"
     )

@@ -45,6 +45,7 @@ async def indexes(db: Db, g: Graph) -> list[str]:
 FIRST = ListOptions(
     filters=(Filter(field="qty"), Filter(field="title", operators=("contains",))),
     sortable=("title", "kind", "price", "created_at", "id"),
+    indexes=(("kind", "created_at"),),
 )
 
 
@@ -58,6 +59,7 @@ async def test_indexes_follow_the_declarations(tessera_database_url: str) -> Non
     assert await indexes(db, v1) == [
         "tx_evo__item__created_at",
         "tx_evo__item__kind",
+        "tx_evo__item__kind__created_at",
         "tx_evo__item__price",
         "tx_evo__item__qty",
         "tx_evo__item__title",

@@ -29,6 +29,7 @@ GOOD = ListOptions(
     search=("title", "note"),
     default_page_size=25,
     max_page_size=200,
+    indexes=(("status", "created_at"), ("aux", "title", "price")),
 )
 
 BAD: dict[str, tuple[object, tuple[str, ...]]] = {
@@ -91,6 +92,18 @@ BAD: dict[str, tuple[object, tuple[str, ...]]] = {
     "default above maximum": (
         ListOptions(default_page_size=60, max_page_size=50),
         ("listing.default_page_size must be None or an integer from 1 to max_page_size (50)",),
+    ),
+    "index of one field": (
+        ListOptions(sortable=("title",), indexes=(("title",),)),
+        ("must name two or more distinct fields, not id",),
+    ),
+    "index on id": (
+        ListOptions(sortable=("title", "id"), indexes=(("title", "id"),)),
+        ("must name two or more distinct fields, not id",),
+    ),
+    "index of undeclared field": (
+        ListOptions(sortable=("title",), indexes=(("qty", "title"),)),
+        ("'qty' is not filterable or sortable",),
     ),
     "not a ListOptions": ({"filters": ()}, ("listing must be a ListOptions or None",)),
 }

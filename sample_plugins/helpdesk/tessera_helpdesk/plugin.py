@@ -153,6 +153,7 @@ PROJECTIONS: tuple[Projection, ...] = (
             default_sort=("-created_at",),
             search=("title", "description"),
             default_page_size=50,
+            indexes=(("state", "created_at"),),
         ),
         # docs:end queue-listing
     ),
