@@ -124,7 +124,9 @@ def _order_by(dialect: str, keys: Sequence[tuple[Column, bool]]) -> str:
     parts = []
     for column, descending in keys:
         expression = sort_expression(dialect, column)
-        if dialect == "postgresql":  # SQLite's own order: nulls first ascending, last descending
+        if dialect == "postgresql" and column.name != "id":
+            # SQLite's own order: nulls first ascending, last descending. ``id`` is never null
+            # and is indexed in PostgreSQL's default order, so it says nothing of nulls.
             parts.append(
                 f"{expression} DESC NULLS LAST" if descending else f"{expression} NULLS FIRST"
             )
