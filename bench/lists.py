@@ -1,7 +1,8 @@
 """Lists that scale: filtered, sorted, searched pages on a large tenant (a real server).
 
     python bench/lists.py [--backend sqlite|postgresql|both] [--big 1000000] [--small 10000]
-                          [--noise 200000] [--pages 1000] [--samples 101] [--output FILE]
+                          [--noise 200000] [--pages 1000] [--samples 101] [--q-samples 11]
+                          [--output FILE]
 
 For each backend: a fresh database with the host's tables gets, by bulk INSERT (SQLite
 ``executemany``, PostgreSQL ``COPY``; never through the HTTP API), one tenant of ``--big``
@@ -9,7 +10,8 @@ tickets, one of ``--small`` tickets and ``--noise`` tickets spread over three ot
 A real Hypercorn process of the host then starts (its startup evolution builds the list
 indexes of the sample plugins' declarations: that time is reported), and for each scenario
 and tenant the script walks the pages through ``nextCursor`` down to page ``--pages`` (or the
-last page), then requests the first and the deepest page ``--samples`` times each. Server time
+last page), then requests the first and the deepest page ``--samples`` times each (``--q-samples``
+for a search, which may scan the whole tenant), after three warm-up requests. Server time
 is the host's own access-log duration of each request (from the ASGI call to the last body
 byte); p50 and p95 are reported with the client's round trip. The ``EXPLAIN`` of each query,
 built by the host's own SQL builder, is printed for docs/benchmarks.md.
@@ -157,6 +159,8 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 
 
 def timed(client: Client, tenant: str, query: dict[str, str], samples: int) -> dict[str, Any]:
+    for _ in range(min(3, samples)):  # warm-up: caches, prepared statements
+        client.get(tenant, query)
     client.server_times()
     rounds = [client.get(tenant, query)[1] for _ in range(samples)]
     server = client.server_times()
@@ -263,7 +267,8 @@ def run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> dict[s
                         pages.append((deepest, cursor))
                 for page, cursor in pages:
                     full = {**query, **({"cursor": cursor} if cursor else {})}
-                    figures = timed(client, tenant, full, args.samples)
+                    samples = args.q_samples if "q" in query else args.samples
+                    figures = timed(client, tenant, full, samples)
                     entry = {"scenario": name, "tenant": tenant, "page": page, **figures}
                     result["measurements"].append(entry)
                     print(f"[{backend}] {json.dumps(entry)}", flush=True)
@@ -301,6 +306,9 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=1000)
     parser.add_argument("--page-size", type=int, default=50)
     parser.add_argument("--samples", type=int, default=101)
+    parser.add_argument(
+        "--q-samples", type=int, default=11, help="samples of a q search (may scan the tenant)"
+    )
     parser.add_argument("--output", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database")
     args = parser.parse_args()

@@ -21,7 +21,18 @@ def test_bench_lists_measures_every_scenario(tmp_path: Path) -> None:
         sys.executable,
         str(REPO / "bench" / "lists.py"),
         *("--backend", backend, "--big", "1200", "--small", "300", "--noise", "300"),
-        *("--pages", "4", "--page-size", "20", "--samples", "3", "--output", str(output)),
+        *(
+            "--pages",
+            "4",
+            "--page-size",
+            "20",
+            "--samples",
+            "3",
+            "--q-samples",
+            "2",
+            "--output",
+            str(output),
+        ),
     ]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]

@@ -1,6 +1,7 @@
 """The README's tour runs: every ``curl`` command of its "Tour" section is run against a real
 server, and its output must match the one the README shows (ids, versions and timestamps are
-compared by shape; an id the README shows is mapped to the id this run created)."""
+compared by shape; an id or a page cursor the README shows is mapped to the one this run
+got)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ def tour_steps() -> list[tuple[str, Any]]:
 
 
 def match(expected: Any, actual: Any, ids: dict[str, str], where: str = "$") -> None:
-    """``actual`` equals ``expected`` except for ULIDs (mapped through ``ids``) and
-    timestamps."""
+    """``actual`` equals ``expected`` except for ULIDs and cursors (mapped through ``ids``)
+    and timestamps."""
     if isinstance(expected, dict):
         assert isinstance(actual, dict) and list(actual) == list(expected), (where, actual)
         for key, value in expected.items():
@@ -52,6 +53,10 @@ def match(expected: Any, actual: Any, ids: dict[str, str], where: str = "$") -> 
         assert isinstance(actual, list) and len(actual) == len(expected), (where, actual)
         for index, (value, got) in enumerate(zip(expected, actual, strict=True)):
             match(value, got, ids, f"{where}[{index}]")
+    elif isinstance(expected, str) and where.endswith(".nextCursor"):
+        # an opaque cursor: mapped like an id, so the next command sends this run's cursor
+        assert isinstance(actual, str) and actual, (where, actual)
+        assert ids.setdefault(expected, actual) == actual, (where, actual)
     elif isinstance(expected, str) and ULID.match(expected):
         assert isinstance(actual, str) and ULID.match(actual), (where, actual)
         assert ids.setdefault(expected, actual) == actual, (where, actual)
@@ -66,6 +71,9 @@ def test_the_tour_covers_the_ticket_lifecycle() -> None:
     for path in ("actions/helpdesk.ticket.create", "projections/helpdesk.ticket.queue",
                  "actions/helpdesk.ticket.start", "actions/helpdesk.ticket.resolve"):  # fmt: skip
         assert f"{README_BASE}/api/{path}" in commands
+    # one filtered, sorted page, then the next one through its cursor
+    assert "filter.state=open&sort=-created_at&pageSize=" in commands
+    assert "&cursor=" in commands
 
 
 def test_readme_tour_runs(tmp_path: Path, tessera_database_url: str) -> None:

@@ -140,7 +140,6 @@ PROJECTIONS: tuple[Projection, ...] = (
         entity=TICKET,
         fields=("id", "title", "priority", "state", "assignee", "due_at", "created_at"),
         actions=(f"{TICKET}.create", f"{TICKET}.start", f"{TICKET}.escalate"),
-        # docs:start queue-listing
         listing=ListOptions(
             filters=(
                 Filter(field="state"),
@@ -155,7 +154,6 @@ PROJECTIONS: tuple[Projection, ...] = (
             default_page_size=50,
             indexes=(("state", "created_at"),),
         ),
-        # docs:end queue-listing
     ),
     Projection(
         fqn=f"{TICKET}.detail",
