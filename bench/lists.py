@@ -200,13 +200,13 @@ def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) ->
     from host.graph import build_graph
     from host.query.cursor import CursorCodec
     from host.query.params import parse_list_query
-    from host.query.spec import list_spec
-    from host.runtime.listreads import _ID, _ListRead
+    from host.query.spec import ID_COLUMN, list_spec
+    from host.runtime.listreads import ListRead
     from host.storage.listsql import select_list
 
     graph = build_graph(Settings(plugins_only=("helpdesk",)))
     projection = graph.projections[QUEUE]
-    read = _ListRead(projection, projection.entity.table_name)
+    read = ListRead(projection, projection.entity.table_name)
     spec = list_spec(projection)
     args = MultiDict({k: v for k, v in query.items() if k != "cursor"})
     parsed = parse_list_query(args, spec, "1.0.0", tenant, CursorCodec(b"x"))
@@ -219,7 +219,7 @@ def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) ->
         read.columns,
         dataclasses.replace(parsed, after=None),
         search=spec.search,
-        id_column=_ID,
+        id_column=ID_COLUMN,
         tenant=tenant,
         after=after,
         limit=parsed.page_size + 1,

@@ -192,8 +192,7 @@ def _condition(parameter: str, text: str, spec: ListSpec) -> Condition:
 def _search(text: str, spec: ListSpec) -> str | None:
     if not spec.search:
         raise BadRequest(f"Parameter 'q': projection {spec.fqn!r} declares no search")
-    for column in spec.search[:1]:
-        _value(column, text, "q")  # the same text rules as a string value
+    _value(spec.search[0], text, "q")  # the text rules of a string value (no NUL...)
     return text or None
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Final
 
 from host.graph.listing import Kind, field_kind, operator_names
 from host.graph.model import CompiledProjection
 from plugin_api.definitions import Field, FieldType
 from plugin_api.listing import MAX_PAGE_SIZE, ListOptions
 
-__all__ = ["Column", "FilterSpec", "ListSpec", "SortKey", "list_spec"]
+__all__ = ["ID_COLUMN", "Column", "FilterSpec", "ListSpec", "SortKey", "list_spec"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -25,6 +26,12 @@ class Column:
     (used to parse filter values as action inputs are parsed)."""
     nullable: bool
     """Whether the column may hold null (every declared field column may)."""
+
+
+ID_COLUMN: Final = Column(
+    name="id", kind=Kind.IDENTITY, field=Field(name="id", type=FieldType.STRING), nullable=False
+)
+"""The system field ``id``, the final key of every sort."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -15,22 +15,20 @@ from host.graph.listing import Kind
 from host.graph.model import CompiledProjection, Graph
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.params import ListQuery
-from host.query.spec import Column, ListSpec, list_spec
+from host.query.spec import ID_COLUMN, ListSpec, list_spec
 from host.runtime.reads import projection_columns
 from host.runtime.rows import RowRenderer
 from host.storage import Schema, Storage
 from host.storage.listsql import select_list
-from plugin_api.definitions import Field, FieldType
 
-__all__ = ["ListReader", "Rows"]
+__all__ = ["ListRead", "ListReader", "Rows"]
 
 Rows = list[dict[str, Any]]
-_ID = Column(
-    name="id", kind=Kind.IDENTITY, field=Field(name="id", type=FieldType.STRING), nullable=False
-)
 
 
-class _ListRead:
+class ListRead:
+    """A projection's list: its spec, table, selected columns and renderer."""
+
     __slots__ = ("columns", "positions", "render", "spec", "table")
 
     def __init__(self, projection: CompiledProjection, table: str) -> None:
@@ -52,7 +50,7 @@ class ListReader:
         self._storage = storage
         self.cursors = cursors
         self._reads = {
-            fqn: _ListRead(projection, schema.entities[projection.entity.fqn].name)
+            fqn: ListRead(projection, schema.entities[projection.entity.fqn].name)
             for fqn, projection in graph.projections.items()
         }
 
@@ -62,7 +60,7 @@ class ListReader:
 
     async def _rows(
         self,
-        read: _ListRead,
+        read: ListRead,
         query: ListQuery,
         tenant: str,
         after: Sequence[KeysetValue] | None,
@@ -74,7 +72,7 @@ class ListReader:
             read.columns,
             query,
             search=read.spec.search,
-            id_column=_ID,
+            id_column=ID_COLUMN,
             tenant=tenant,
             after=after,
             limit=limit,
@@ -82,7 +80,7 @@ class ListReader:
         return await self._storage.rows(sql, params)
 
     @staticmethod
-    def _keyset(read: _ListRead, query: ListQuery, row: Sequence[Any]) -> list[KeysetValue]:
+    def _keyset(read: ListRead, query: ListQuery, row: Sequence[Any]) -> list[KeysetValue]:
         values: list[KeysetValue] = []
         for key in query.sort:
             value = row[read.positions[key.column.name]]
