@@ -24,7 +24,6 @@ __all__ = ["index_ddl", "select_list", "sort_expression"]
 
 _TEXT_KINDS: Final = frozenset({Kind.STRING, Kind.DATETIME, Kind.TIMESTAMP})
 _COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
-_UPPER: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _literal(text: str) -> str:
@@ -75,9 +74,11 @@ class _Params:
 
 
 def _fold(dialect: str, name: str) -> str:
+    # ASCII letters only, on both: SQLite's lower() folds ASCII alone; PostgreSQL's folds
+    # ASCII alone under the "C" collation (its default collation would fold more).
     if dialect == "sqlite":
-        return f"lower({name})"  # SQLite's lower() folds ASCII letters only
-    return f"translate({name}, '{_UPPER}', '{_UPPER.lower()}')"
+        return f"lower({name})"
+    return f'lower({name} COLLATE "C")'
 
 
 def _contains(dialect: str, name: str, mark: str) -> str:
