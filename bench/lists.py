@@ -208,12 +208,12 @@ def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) ->
     from host.query.cursor import CursorCodec
     from host.query.params import parse_list_query
     from host.query.spec import ID_COLUMN, list_spec
-    from host.runtime.listreads import ListRead
+    from host.runtime.listreads import ProjectionList
     from host.storage.listsql import select_list
 
     graph = build_graph(Settings(plugins_only=("helpdesk",)))
     projection = graph.projections[QUEUE]
-    read = ListRead(projection, projection.entity.table_name)
+    read = ProjectionList(projection, projection.entity.table_name)
     spec = list_spec(projection)
     args = MultiDict({k: v for k, v in query.items() if k != "cursor"})
     parsed = parse_list_query(args, spec, "1.0.0", tenant, CursorCodec(b"x"))

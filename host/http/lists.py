@@ -30,9 +30,10 @@ async def list_response(
         items, cursor = await lists.page(projection, tenant, query, query.page_size)
         document = list_document(template, spec, query, tenant, generated_at, items, cursor)
         return Response(jsonio.dumps(document), content_type=JSON)
-    first, rest = await lists.every_row(projection, tenant, query, chunk_rows)
-    if rest is None:
-        document = list_document(template, spec, query, tenant, generated_at, first, None)
+    listing = await lists.every_row(projection, tenant, query, chunk_rows)
+    if listing.rest is None:
+        items = listing.first
+        document = list_document(template, spec, query, tenant, generated_at, items, None)
         return Response(jsonio.dumps(document), content_type=JSON)
-    stream = list_stream(template, spec, query, tenant, generated_at, first, rest)
+    stream = list_stream(template, spec, query, tenant, generated_at, listing.first, listing.rest)
     return Response(stream, content_type=JSON)

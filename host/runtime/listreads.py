@@ -16,17 +16,17 @@ from host.graph.model import CompiledProjection, Graph
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.params import ListQuery
 from host.query.spec import ID_COLUMN, ListSpec, list_spec
-from host.runtime.reads import projection_columns
+from host.runtime.reads import ListRead, projection_columns
 from host.runtime.rows import RowRenderer
 from host.storage import Schema, Storage
 from host.storage.listsql import select_list
 
-__all__ = ["ListRead", "ListReader", "Rows"]
+__all__ = ["ListReader", "ProjectionList", "Rows"]
 
 Rows = list[dict[str, Any]]
 
 
-class ListRead:
+class ProjectionList:
     """A projection's list: its spec, table, selected columns and renderer."""
 
     __slots__ = ("columns", "positions", "render", "spec", "table")
@@ -50,7 +50,7 @@ class ListReader:
         self._storage = storage
         self.cursors = cursors
         self._reads = {
-            fqn: ListRead(projection, schema.entities[projection.entity.fqn].name)
+            fqn: ProjectionList(projection, schema.entities[projection.entity.fqn].name)
             for fqn, projection in graph.projections.items()
         }
 
@@ -60,7 +60,7 @@ class ListReader:
 
     async def _rows(
         self,
-        read: ListRead,
+        read: ProjectionList,
         query: ListQuery,
         tenant: str,
         after: Sequence[KeysetValue] | None,
@@ -80,7 +80,7 @@ class ListReader:
         return await self._storage.rows(sql, params)
 
     @staticmethod
-    def _keyset(read: ListRead, query: ListQuery, row: Sequence[Any]) -> list[KeysetValue]:
+    def _keyset(read: ProjectionList, query: ListQuery, row: Sequence[Any]) -> list[KeysetValue]:
         values: list[KeysetValue] = []
         for key in query.sort:
             value = row[read.positions[key.column.name]]
@@ -104,23 +104,33 @@ class ListReader:
 
     async def every_row(
         self, projection: CompiledProjection, tenant: str, query: ListQuery, chunk_size: int
-    ) -> tuple[Rows, AsyncIterator[Rows] | None]:
+    ) -> ListRead:
         """Every matching row: the first chunk and, when there is more, an iterator of the
-        remaining chunks (each read by its own statement when the client wants it)."""
+        remaining chunks, each read by its own statement when the client wants it (as
+        :meth:`host.runtime.reads.ProjectionReader.read_list` reads a whole list)."""
         read = self._reads[projection.fqn]
         rows = await self._rows(read, query, tenant, query.after, chunk_size + 1)
         if len(rows) <= chunk_size:
-            return read.render.many(rows), None
-        rows = rows[:chunk_size]
-        after = self._keyset(read, query, rows[-1])
+            return ListRead(read.render.many(rows), None)
+        after = self._keyset(read, query, rows[chunk_size - 1])
+        return ListRead(
+            read.render.many(rows[:chunk_size]), self._rest(read, query, tenant, after, chunk_size)
+        )
 
-        async def rest(after: list[KeysetValue]) -> AsyncIterator[Rows]:
-            while True:
-                chunk = await self._rows(read, query, tenant, after, chunk_size)
-                if chunk:
-                    yield read.render.many(chunk)
-                if len(chunk) < chunk_size:
-                    return
-                after = self._keyset(read, query, chunk[-1])
-
-        return read.render.many(rows), rest(after)
+    async def _rest(
+        self,
+        read: ProjectionList,
+        query: ListQuery,
+        tenant: str,
+        after: list[KeysetValue],
+        chunk_size: int,
+    ) -> AsyncIterator[Rows]:
+        while True:
+            # One row more than a chunk tells whether another statement is needed.
+            rows = await self._rows(read, query, tenant, after, chunk_size + 1)
+            if not rows:
+                return
+            yield read.render.many(rows[:chunk_size])
+            if len(rows) <= chunk_size:
+                return
+            after = self._keyset(read, query, rows[chunk_size - 1])
