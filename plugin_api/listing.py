@@ -23,9 +23,12 @@ and the host creates the indexes that serve them (docs/http.md, "Lists").
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from dataclasses import dataclass
 from typing import Final
+
+from plugin_api.definitions import _as_tuples
 
 __all__ = [
     "MAX_PAGE_SIZE",
@@ -72,6 +75,18 @@ class Filter:
     operators: tuple[FilterOperator | str, ...] | None = None
     label: str | None = None
 
+    def __post_init__(self) -> None:
+        # Like every definition: a list becomes a tuple, an operator name its member (what
+        # is not an operator is left for the graph compiler to report).
+        _as_tuples(self, "operators")
+        if isinstance(self.operators, tuple):
+            members: list[FilterOperator | str] = []
+            for op in self.operators:
+                with contextlib.suppress(ValueError, TypeError):
+                    op = FilterOperator(op)
+                members.append(op)
+            object.__setattr__(self, "operators", tuple(members))
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ListOptions:
@@ -98,3 +113,9 @@ class ListOptions:
     default_page_size: int | None = None
     max_page_size: int = MAX_PAGE_SIZE
     indexes: tuple[tuple[str, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        _as_tuples(self, "filters", "sortable", "default_sort", "search", "indexes")
+        if isinstance(self.indexes, tuple):
+            indexes = tuple(tuple(i) if isinstance(i, list) else i for i in self.indexes)
+            object.__setattr__(self, "indexes", indexes)

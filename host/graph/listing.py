@@ -13,6 +13,7 @@ from typing import Final
 
 from host.graph.checks import Say, duplicates, names_of
 from host.graph.model import CompiledEntity
+from host.systemfields import SYSTEM
 from plugin_api.definitions import FieldType
 from plugin_api.listing import MAX_PAGE_SIZE, Filter, FilterOperator, ListOptions
 
@@ -50,8 +51,13 @@ OPERATORS: Final[Mapping[Kind, tuple[str, ...]]] = MappingProxyType(
 """The operators that fit each kind, in the order of :class:`FilterOperator`."""
 
 _SYSTEM_KINDS: Final[Mapping[str, Kind]] = MappingProxyType(
-    {"id": Kind.IDENTITY, "created_at": Kind.TIMESTAMP, "updated_at": Kind.TIMESTAMP}
+    {
+        name: Kind.IDENTITY if name == "id" else Kind.TIMESTAMP
+        for name, system in SYSTEM.items()
+        if name == "id" or system.datetime
+    }
 )
+"""The system fields a list may filter and sort on: ``id`` and the datetime ones."""
 _FIELD_KINDS: Final[Mapping[FieldType, Kind]] = MappingProxyType(
     {field_type: Kind(field_type.value) for field_type in FieldType}
 )

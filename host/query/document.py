@@ -11,9 +11,10 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from host import jsonio
-from host.http.viewschema import SYSTEM_TYPES, ViewSchemaTemplate, humanise
+from host.http.viewschema import ViewSchemaTemplate, humanise
 from host.query.params import SCHEMA_1_1, ListQuery
 from host.query.spec import ListSpec
+from host.systemfields import SYSTEM
 
 __all__ = ["detail_document", "list_document", "list_stream"]
 
@@ -24,12 +25,12 @@ def _filters(spec: ListSpec) -> list[dict[str, Any]]:
     descriptors = []
     for name, declared in spec.filters.items():
         field = declared.column.field
-        system = name in SYSTEM_TYPES
+        system = name in SYSTEM
         label = declared.label or (None if system else field.label) or humanise(name)
         descriptor: dict[str, Any] = {
             "field": name,
             "label": label,
-            "type": SYSTEM_TYPES[name] if system else field.type.value,
+            "type": SYSTEM[name].view_type if system else field.type.value,
             "operators": list(declared.operators),
         }
         if not system and field.options:

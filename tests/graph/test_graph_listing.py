@@ -145,3 +145,20 @@ def test_operator_names_and_members_hash_alike(kit: SimpleNamespace) -> None:
     first = kit.compile_plugins(("shop", _with(kit, by_name).plugin()))
     second = kit.compile_plugins(("shop", _with(kit, by_member).plugin()))
     assert first.hash == second.hash
+
+
+def test_loose_inputs_are_normalised_like_every_definition(kit: SimpleNamespace) -> None:
+    loose = ListOptions(
+        filters=[Filter(field="title", operators=["eq", "contains"])],  # type: ignore[arg-type]
+        sortable=["title", "status"],  # type: ignore[arg-type]
+        indexes=[["status", "title"]],  # type: ignore[arg-type]
+    )
+    strict = ListOptions(
+        filters=(Filter(field="title", operators=("eq", "contains")),),
+        sortable=("title", "status"),
+        indexes=(("status", "title"),),
+    )
+    assert loose == strict
+    first = kit.compile_plugins(("shop", _with(kit, loose).plugin()))
+    second = kit.compile_plugins(("shop", _with(kit, strict).plugin()))
+    assert first.hash == second.hash

@@ -98,8 +98,8 @@ async def _ids(client: Client, query: dict[str, str], fqn: str = LIST) -> list[s
 Check = Callable[[object], bool]
 
 
-def _ordered(op: str, target: object) -> Check:
-    compare = {
+def _ordered(op: str, target: Any) -> Check:
+    compare: Callable[[Any], bool] = {
         "eq": lambda v: v == target,
         "lt": lambda v: v < target,
         "lte": lambda v: v <= target,
@@ -162,7 +162,7 @@ def _expected(field: str, op: str, text: str) -> Check:
         return (lambda v: v is None) if text == "true" else (lambda v: v is not None)
     if op == "contains":
         return lambda v: v is not None and _fold(text) in _fold(str(v))
-    convert: Callable[[str], object] = {
+    converters: dict[str, Callable[[str], object]] = {
         "name": str,
         "note": str,
         "count": int,
@@ -170,7 +170,8 @@ def _expected(field: str, op: str, text: str) -> Check:
         "level": LEVELS.index,
         "price": Decimal,
         "flag": lambda t: t == "true",
-    }[field]
+    }
+    convert = converters[field]
     if op == "in":
         targets = [convert(part) for part in text.split(",")]
         return lambda v: v is not None and v in targets

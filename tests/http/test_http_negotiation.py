@@ -43,8 +43,11 @@ async def _fill(host: Host) -> tuple[str, str]:
     await agent.action("helpdesk.ticket.start", subject=ticket)
     invoice = ""
     for n in range(4):
-        inputs = {"customer": f"C{n}", "amount": {"amount": f"{n}.5", "currency": "USD"}}
-        invoice = (await clerk.action("billing.invoice.create", inputs=inputs)).outputs["id"]
+        amount = {"amount": f"{n}.5", "currency": "USD"}
+        invoice_inputs: dict[str, object] = {"customer": f"C{n}", "amount": amount}
+        invoice = (await clerk.action("billing.invoice.create", inputs=invoice_inputs)).outputs[
+            "id"
+        ]
     await clerk.action("billing.invoice.issue", subject=invoice)
     return ticket, invoice
 
