@@ -624,7 +624,16 @@ _PARAMETERS: Final[Mapping[str, Any]] = {
         for name, value in (
             ("locale", LOCALE),
             ("renderer", TARGET_PROFILE),
-            ("acceptSchemaVersions", SCHEMA_VERSION),
         )
+    },
+    "acceptSchemaVersions": {
+        "name": "acceptSchemaVersions",
+        "in": "query",
+        "required": False,
+        "description": (
+            f"Comma-separated ViewSchema versions: `1.1.0` when listed (docs/http.md, "
+            f"'ViewSchema 1.1.0'; not described here yet), otherwise {SCHEMA_VERSION}."
+        ),
+        "schema": {"type": "string"},
     },
 }
