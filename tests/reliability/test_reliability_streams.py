@@ -352,7 +352,8 @@ async def test_clients_that_never_read_hold_no_database_resources(
                     ),
                 )
                 assert created.status_code == 200
-            open_while_stalled = await _open_transactions(database)
+            # A statement in flight may hold its snapshot for a moment; a held one stays.
+            open_while_stalled = await _eventually_idle(database, timeout=5.0)
         finally:
             for _reader, writer in stalled:
                 _abort(writer, reset=True)
