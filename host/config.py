@@ -118,6 +118,25 @@ class Settings:
         _parse_bool,
         "Log one line per request on the 'tessera.access' logger.",
     )
+    require_json_content_type: bool = _setting(
+        True,
+        _parse_bool,
+        "Actions need a JSON Content-Type (application/json or application/*+json); "
+        "others are 415, a missing one 400 (the CSRF protection of spec part 8). 'false' "
+        "parses any body as JSON, as v0.1 did.",
+    )
+    require_actor_id: bool = _setting(
+        False,
+        _parse_bool,
+        "Refuse actions without X-Actor-Id (or with 'anon') with 403 PolicyDenied, "
+        "instead of acting as the shared actor 'anon'.",
+    )
+    http2: bool = _setting(
+        False,
+        _parse_bool,
+        "Serve HTTP/2 (ALPN h2 over TLS, prior knowledge in cleartext); otherwise only "
+        "HTTP/1.1. An 'Upgrade' header is never honoured.",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

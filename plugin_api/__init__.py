@@ -44,15 +44,18 @@ from plugin_api.errors import (
     WorkflowStateMismatch,
     WorkflowSubjectNotFound,
 )
+from plugin_api.identity import ANONYMOUS_ACTOR, ROLE_NAME_PATTERN, is_role_name
 from plugin_api.listing import MAX_PAGE_SIZE, Filter, FilterOperator, ListOptions
 from plugin_api.version import PLUGIN_API_VERSION
 
 __all__ = [
+    "ANONYMOUS_ACTOR",
     "ENTRY_POINT_GROUP",
     "MAX_PAGE_SIZE",
     "NO_DEFAULT",
     "PLUGIN_API_VERSION",
     "PROJECT_NAME",
+    "ROLE_NAME_PATTERN",
     "SYSTEM_FIELDS",
     "Action",
     "ActionContext",
@@ -92,4 +95,5 @@ __all__ = [
     "WorkflowStateMismatch",
     "WorkflowSubjectNotFound",
     "hookimpl",
+    "is_role_name",
 ]

@@ -22,6 +22,7 @@ from plugin_api.definitions import (
     Workflow,
 )
 from plugin_api.errors import BadRequest
+from plugin_api.identity import ROLE_NAME_PATTERN, is_role_name
 
 Say = Callable[[str], None]
 """Reports one problem about the definition being checked."""
@@ -283,7 +284,7 @@ def check_workflow(
 
 
 def check_roles(roles: object, say: Say) -> None:
-    """Roles are non-empty strings without commas or surrounding whitespace."""
+    """Roles are role names (``X-Actor-Roles`` could carry no other)."""
     for role in names_of(roles, "roles", say):
-        if not role or "," in role or role != role.strip():
-            say(f"role {role!r} must be non-empty, without commas or surrounding whitespace")
+        if not is_role_name(role):
+            say(f"role {role!r} is not a role name ({ROLE_NAME_PATTERN})")

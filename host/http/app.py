@@ -15,6 +15,7 @@ from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.lists import list_response
+from host.http.media import UnsupportedMediaType, require_json
 from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
@@ -139,7 +140,10 @@ def create_app(
             headers.getlist("X-Tenant-ID"),
             headers.getlist("X-Actor-Id"),
             headers.getlist("X-Actor-Roles"),
+            require_actor_id=settings.require_actor_id,
         )
+        if settings.require_json_content_type:
+            require_json(headers.getlist("Content-Type"))
         body = jsonio.loads_object(raw)
         runtime = service().runtime
         action = runtime.permitted(fqn, actor)
@@ -162,6 +166,12 @@ def create_app(
         # A 500 names the request id so an operator can find the logged cause.
         body = error_body(error.kind, f"{error.message} (request id {request_id})")
         return json_response(body, error.status)
+
+    @app.errorhandler(UnsupportedMediaType)
+    async def unsupported_media_type(error: UnsupportedMediaType) -> Response:
+        response = error_response(error)
+        response.headers["Accept"] = JSON  # RFC 9110 15.5.16: what would have been accepted
+        return response
 
     @app.errorhandler(HTTPException)
     async def framework_error(error: HTTPException) -> Response:

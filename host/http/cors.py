@@ -1,5 +1,6 @@
-"""ASGI middleware: CORS on every response, 204 preflight on any path, request ids and the
-access log. It wraps the Quart app, so it sees every response the app sends, errors included.
+"""ASGI middleware: CORS and security headers on every response, 204 preflight on any path,
+request ids and the access log. It wraps the Quart app, so it sees every response the app
+sends, errors included.
 """
 
 from __future__ import annotations
@@ -27,7 +28,17 @@ CORS_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"access-control-allow-headers", b"Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles"),
     (b"access-control-max-age", b"600"),
 )
-_CORS_NAMES = frozenset(name for name, _ in CORS_HEADERS)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"cache-control", b"no-store"),
+    (b"vary", b"X-Tenant-ID, X-Actor-Id, X-Actor-Roles"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+)
+"""Tenant data is private to its identity (no caching, no sniffing, never framed)."""
+_FIXED_HEADERS = CORS_HEADERS + SECURITY_HEADERS
+_FIXED_NAMES = frozenset(name for name, _ in _FIXED_HEADERS)
 
 access_logger = logging.getLogger("tessera.access")
 logger = logging.getLogger("tessera.http")
@@ -49,7 +60,8 @@ def _header(scope: Scope, name: bytes) -> str:
 
 
 class CorsMiddleware:
-    """Adds the spec's CORS headers and an ``X-Request-Id`` to every HTTP response."""
+    """Adds the spec's CORS headers, the security headers and an ``X-Request-Id`` to every
+    HTTP response."""
 
     def __init__(self, app: ASGIApp, *, access_log: bool = True) -> None:
         self._app = app
@@ -85,9 +97,9 @@ class CorsMiddleware:
                 status = message["status"]
                 response_started = True
                 headers = [
-                    (k, v) for k, v in message.get("headers", ()) if k.lower() not in _CORS_NAMES
+                    (k, v) for k, v in message.get("headers", ()) if k.lower() not in _FIXED_NAMES
                 ]
-                message["headers"] = [*headers, *CORS_HEADERS, id_header]
+                message["headers"] = [*headers, *_FIXED_HEADERS, id_header]
                 if not body_read:
                     # Answered before the body was read (404, 405, 413, ...): the server
                     # cannot reuse the connection, so say so rather than drop it silently.

@@ -284,6 +284,18 @@ CASES: dict[str, tuple[Callable[[Any], Any], tuple[str, ...]]] = {
         lambda d: d.with_action("shop.order.edit", roles=(" clerk",)),
         ("action 'shop.order.edit'", "role ' clerk'"),
     ),
+    "role with a space inside": (
+        lambda d: d.with_action("shop.order.edit", roles=("team lead",)),
+        ("action 'shop.order.edit'", "role 'team lead'"),
+    ),
+    "role with a no-break space": (
+        lambda d: d.with_action("shop.order.edit", roles=("clerk\u00a0",)),
+        ("action 'shop.order.edit'", "role 'clerk\\xa0'"),
+    ),
+    "role too long": (
+        lambda d: d.with_action("shop.order.edit", roles=("r" * 65,)),
+        ("action 'shop.order.edit'", "not a role name"),
+    ),
     "role with comma": (
         lambda d: d.with_action("shop.order.edit", roles=("a,b",)),
         ("action 'shop.order.edit'", "role 'a,b'"),

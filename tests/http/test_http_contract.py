@@ -17,10 +17,22 @@ CORS = {
 }
 
 
+SECURITY = {
+    "cache-control": "no-store",
+    "vary": "X-Tenant-ID, X-Actor-Id, X-Actor-Roles",
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+}
+
+
 def assert_cors(headers: Mapping[str, str]) -> None:
+    """The spec's CORS headers, and the security headers every response carries too."""
     lowered = {k.lower(): v for k, v in headers.items()}
-    for name, value in CORS.items():
+    for name, value in {**CORS, **SECURITY}.items():
         assert lowered.get(name) == value, (name, lowered)
+    assert "server" not in lowered
 
 
 def assert_envelope(result, status: int, kind: str) -> None:
@@ -118,7 +130,7 @@ async def test_roles_are_trimmed_and_empty_entries_dropped(host: Host) -> None:
         "POST",
         "/actions/helpdesk.ticket.create",
         body=b'{"inputs": {"title": "x"}}',
-        headers={"X-Actor-Roles": " ,  requester  ,,"},
+        headers={"X-Actor-Roles": " ,  requester\t ,,", "Content-Type": "application/json"},
     )
     assert result.status == 200, result.json
 
@@ -185,7 +197,13 @@ async def test_bodies_that_are_not_a_json_object_are_400(agent: Client, body: by
 
 
 @pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
-async def test_other_content_types_are_parsed_best_effort(agent: Client, content_type) -> None:
+async def test_other_content_types_are_parsed_best_effort_when_lenient(
+    tessera, content_type
+) -> None:
+    """``TESSERA_REQUIRE_JSON_CONTENT_TYPE=false`` restores v0.1 (spec 2.1's best effort);
+    the default refuses them (tests/http/test_http_edge.py)."""
+    host = await tessera.start(plugins=["helpdesk"], require_json_content_type=False)
+    agent = host.client(tenant="t1", actor="alice", roles=["agent"])
     headers = {"Content-Type": content_type} if content_type else {}
     result = await agent.request(
         "POST",
@@ -223,10 +241,16 @@ async def test_fqn_is_url_decoded(agent: Client) -> None:
 
 async def test_subject_rules(agent: Client) -> None:
     ticket = await create_ticket(agent)
-    missing = await agent.request("POST", "/actions/helpdesk.ticket.start", body=b'{"inputs": {}}')
+    json_type = {"Content-Type": "application/json"}
+    missing = await agent.request(
+        "POST", "/actions/helpdesk.ticket.start", body=b'{"inputs": {}}', headers=json_type
+    )
     assert_envelope(missing, 400, "BadRequest")
     null = await agent.request(
-        "POST", "/actions/helpdesk.ticket.start", body=b'{"subject": null, "inputs": {}}'
+        "POST",
+        "/actions/helpdesk.ticket.start",
+        body=b'{"subject": null, "inputs": {}}',
+        headers=json_type,
     )
     assert_envelope(null, 400, "PolicySubjectRequired")
     other = {"tenantId": "t2", "entityFqn": "helpdesk.ticket", "identityHandle": ticket}

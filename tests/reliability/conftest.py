@@ -40,6 +40,12 @@ CORS = {
     "access-control-allow-headers": "Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles",
     "access-control-max-age": "600",
 }
+SECURITY = {
+    "cache-control": "no-store",
+    "vary": "X-Tenant-ID, X-Actor-Id, X-Actor-Roles",
+    "x-content-type-options": "nosniff",
+}
+"""Security headers every response carries too (among others; docs/http.md)."""
 
 TICKET_TABLE = "helpdesk__ticket"
 INVOICE_TABLE = "billing__invoice"

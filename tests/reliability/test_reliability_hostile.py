@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from .conftest import (
     AUDIT_TABLE,
     CORS,
+    SECURITY,
     TICKET_TABLE,
     HostProcess,
     assert_envelope,
@@ -52,12 +53,14 @@ SQL_META = ("'; DROP TABLE helpdesk__ticket;--", "%", "_", "\\", "\\'", '"', "%_
 
 
 def check(response: httpx.Response, tally: Counter[str], allowed: set[int] | None = None) -> None:
-    """The invariant of every answer: < 500, CORS headers, error envelope unless 200."""
+    """The invariant of every answer: < 500, CORS and security headers, no server banner,
+    error envelope unless 200."""
     tally["requests"] += 1
     tally[f"status_{response.status_code}"] += 1
     assert response.status_code < 500, (response.status_code, response.text[:500])
-    for name, value in CORS.items():
+    for name, value in {**CORS, **SECURITY}.items():
         assert response.headers.get(name) == value, (name, response.status_code)
+    assert "server" not in response.headers
     if response.status_code != 200:
         assert_envelope(response)
     if allowed is not None:
@@ -494,13 +497,21 @@ async def catalogue(host: HostProcess, database: str, tally: Counter[str]) -> di
             check(answer, tally, {400, 404})
             answer = await client.get(path)
             check(answer, tally, {400, 404})
-        # Content types other than JSON are parsed best-effort: a non-object is still a 400.
-        for content_type in ("text/plain", "application/x-www-form-urlencoded", "", "a/b; x=\\"):
+        # Role names outside the documented set, and repeated identity headers.
+        for roles in ("agent\u00a0", "\u0085agent", "agent\u00c2\u00a0", "a" * 65, "ag ent"):
+            headers = {**hostile, "X-Actor-Roles": roles.encode("latin-1")}
+            await post(f"{TICKET}.create", create, headers, {400})
+        base = [(k, v) for k, v in hostile.items() if k != "X-Actor-Roles"]
+        dup_roles = [*base, ("X-Actor-Roles", "requester"), ("X-Actor-Roles", "agent")]
+        await post(f"{TICKET}.create", create, dup_roles, {400})
+        # Content types other than JSON are refused: 415, or 400 when missing or blank.
+        for content_type in ("text/plain", "application/x-www-form-urlencoded", "a/b; x=\\"):
             headers = {**hostile, "Content-Type": content_type}
-            await post(f"{TICKET}.create", b"title=x", headers, {400})
+            await post(f"{TICKET}.create", create, headers, {415})
+        await post(f"{TICKET}.create", create, {**hostile, "Content-Type": ""}, {400})
         no_body = {k: v for k, v in hostile.items() if k != "Content-Type"}
         await post(f"{TICKET}.create", b"", no_body, {400})
-        tally["inputs_headers"] += 13
+        tally["inputs_headers"] += 19
 
         # Other methods.
         for method in ("PUT", "DELETE", "PATCH"):

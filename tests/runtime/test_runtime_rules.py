@@ -86,9 +86,12 @@ async def test_roles_are_trimmed_and_empty_entries_dropped(host: Host) -> None:
 
 
 async def test_roles_are_case_sensitive_and_not_substrings(host: Host) -> None:
-    for roles in (["Agent"], ["agents"], ["requester agent"]):
+    for roles in (["Agent"], ["agents"], ["requester:agent"]):
         result = await host.client(roles=roles).action(TICKET + ".edit", inputs={}, subject="x")
         assert_error(result, 403, "PolicyDenied")
+    # Whitespace inside a role is no longer a (never matching) role but a 400.
+    result = await host.client(roles=["requester agent"]).action(TICKET + ".edit", subject="x")
+    assert_error(result, 400, "BadRequest")
 
 
 async def test_roleless_actor_is_denied_and_nothing_is_written(host: Host) -> None:

@@ -111,6 +111,37 @@ def run_server(
             server.stop()
 
 
+class Responses:
+    """Reads HTTP/1.1 responses one after the other from a socket; bytes of the next
+    response that arrive with the current one are kept for the next read."""
+
+    def __init__(self, sock: socket.socket, buffer: bytes = b"") -> None:
+        self._sock = sock
+        self._buffer = buffer
+
+    def _fill(self) -> bool:
+        chunk = self._sock.recv(65536)
+        self._buffer += chunk
+        return bool(chunk)
+
+    def next(self) -> tuple[int, dict[str, str], bytes]:
+        """(status, lower-cased headers, body) of the next response; (0, {}, b"") if the
+        server closed first."""
+        while b"\r\n\r\n" not in self._buffer:
+            if not self._fill():
+                return 0, {}, b""
+        head, _, rest = self._buffer.partition(b"\r\n\r\n")
+        status, *lines = head.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)}
+        length = int(headers.get("content-length", "0"))
+        while len(rest) < length:
+            if not self._fill():
+                return 0, {}, b""
+            rest = self._buffer.partition(b"\r\n\r\n")[2]
+        self._buffer = rest[length:]
+        return int(status.split()[1]), headers, rest[:length]
+
+
 @pytest.fixture
 def reset_database(tessera_database_url: str) -> str:
     """An empty database for the test (the harness fixture empties PostgreSQL)."""

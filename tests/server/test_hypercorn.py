@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import run_server
+from .conftest import Responses, run_server
 
 pytestmark = pytest.mark.slow
 
@@ -57,39 +57,6 @@ def test_two_processes_report_the_same_graph_hash(tmp_path: Path, reset_database
         assert hash_a == hash_b
 
 
-class _Responses:
-    """Reads HTTP/1.1 responses one after the other from a socket; bytes of the next
-    response that arrive with the current one are kept for the next read."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-        self._buffer = b""
-
-    def _fill(self) -> bool:
-        chunk = self._sock.recv(65536)
-        self._buffer += chunk
-        return bool(chunk)
-
-    def next(self) -> tuple[int, bytes]:
-        """(status, body) of the next response; (0, b"") if the server closed first."""
-        while b"\r\n\r\n" not in self._buffer:
-            if not self._fill():
-                return 0, b""
-        head, _, rest = self._buffer.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        length = next(
-            int(line.split(":", 1)[1])
-            for line in lines
-            if line.lower().startswith("content-length:")
-        )
-        while len(rest) < length:
-            if not self._fill():
-                return 0, b""
-            rest = self._buffer.partition(b"\r\n\r\n")[2]
-        self._buffer = rest[length:]
-        return int(lines[0].split()[1]), rest[:length]
-
-
 @pytest.mark.parametrize(
     "identity",
     [
@@ -114,11 +81,11 @@ def test_a_refused_action_keeps_the_connection_usable(
             sock.sendall(head)
             time.sleep(0.5)  # room for an early answer: the body is not there yet
             sock.sendall(body + b"GET /api/_health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            responses = _Responses(sock)
-            status, refused = responses.next()
+            responses = Responses(sock)
+            status, _, refused = responses.next()
             assert status == 400, refused
             assert json.loads(refused)["error"]["kind"] == "BadRequest"
-            status, health = responses.next()
+            status, _, health = responses.next()
             assert status == 200, "the connection was closed after the refused request"
             assert json.loads(health)["ok"] is True
 
@@ -161,7 +128,7 @@ def test_an_answer_before_the_body_says_connection_close(
         # A request whose body was read keeps its keep-alive connection.
         with socket.create_connection((host, int(port)), timeout=30) as sock:
             sock.sendall(b"GET /api/_health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2)
-            responses = _Responses(sock)
+            responses = Responses(sock)
             assert responses.next()[0] == 200
             assert responses.next()[0] == 200
 

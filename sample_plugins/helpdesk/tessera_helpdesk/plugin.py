@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 # docs:start helpdesk-imports
 from plugin_api import (
+    ANONYMOUS_ACTOR,
     Action,
     ActionContext,
     CreateAction,
@@ -187,9 +188,12 @@ PROJECTIONS: tuple[Projection, ...] = (
 
 # docs:start own-ticket-policy
 def own_ticket(ctx: ActionContext) -> bool:
-    """Agents may act on any ticket; anyone else only on a ticket they requested."""
+    """Agents may act on any ticket; anyone else only on a ticket they requested. The shared
+    anonymous actor owns nothing: one anonymous caller is not another."""
     if "agent" in ctx.roles:
         return True
+    if ctx.actor_id == ANONYMOUS_ACTOR:
+        return False
     return ctx.subject is not None and ctx.subject.get("requester") == ctx.actor_id
 
 
