@@ -56,11 +56,12 @@ def _without_upgrade(request: h11.Request) -> h11.Request:
     )
 
 
-def _declared_length(request: h11.Request) -> int | None:
+def _declared_length(request: h11.Request) -> int:
+    """The request's ``Content-Length`` (h11 has checked there is at most one), else 0."""
     for name, value in request.headers:
-        if name == b"content-length":
-            return int(value)  # h11 has checked it is one non-negative integer
-    return None
+        if name == b"content-length" and value.isdigit():
+            return int(value)
+    return 0
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -77,9 +78,8 @@ class GuardedH11Protocol(H11Protocol):
             await self._send_error_response(505)
             await self.send(Closed())
             return
-        length = _declared_length(event)
         connection = self.connection
-        if isinstance(connection, h11.Connection) and (length or 0) > self.max_body_bytes:
+        if isinstance(connection, h11.Connection) and _declared_length(event) > self.max_body_bytes:
             # The application refuses this body unread (413): do not invite it.
             connection.client_is_waiting_for_100_continue = False
         await super()._check_protocol(_without_upgrade(event))

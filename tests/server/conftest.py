@@ -63,9 +63,14 @@ def run_server(
     env: Mapping[str, str] | None = None,
     database: str | None = None,
     startup_timeout: float = 30.0,
+    certificate: tuple[Path, Path] | None = None,
 ) -> Iterator[Server]:
-    """Start hypercorn on a free loopback port and wait until ``/_health`` answers."""
+    """Start hypercorn on a free loopback port and wait until ``/_health`` answers; with a
+    ``(certfile, keyfile)`` pair it serves TLS (not verified by the probe)."""
     port = free_port()
+    tls = (
+        ["--certfile", str(certificate[0]), "--keyfile", str(certificate[1])] if certificate else []
+    )
     log = tmp_path / f"server-{port}.log"
     full_env = {
         **os.environ,
@@ -84,13 +89,15 @@ def run_server(
                 f"127.0.0.1:{port}",
                 "--workers",
                 str(workers),
+                *tls,
             ],
             env=full_env,
             stdout=sink,
             stderr=subprocess.STDOUT,
             cwd=tmp_path,
         )
-    server = Server(process, f"http://127.0.0.1:{port}", log)
+    scheme = "https" if certificate else "http"
+    server = Server(process, f"{scheme}://127.0.0.1:{port}", log)
     prefix = full_env.get("TESSERA_API_PREFIX", "/api")
     deadline = time.monotonic() + startup_timeout
     try:
@@ -98,7 +105,8 @@ def run_server(
             if process.poll() is not None:
                 raise AssertionError(f"server exited at startup:\n{log.read_text()}")
             try:
-                if httpx.get(f"{server.base_url}{prefix}/_health", timeout=1).status_code == 200:
+                probe = httpx.get(f"{server.base_url}{prefix}/_health", timeout=1, verify=False)
+                if probe.status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

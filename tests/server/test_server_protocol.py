@@ -5,7 +5,10 @@ HTTP/1.1 only unless ``TESSERA_HTTP2`` is set, no ``Upgrade``, no ``Server`` ban
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 from pathlib import Path
 
 import h2.connection
@@ -30,7 +33,7 @@ EMPTY_SETTINGS_FRAME = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 
 def connect(server: Server) -> socket.socket:
-    host, port = server.base_url.removeprefix("http://").split(":")
+    host, port = server.base_url.split("://")[1].split(":")
     return socket.create_connection((host, int(port)), timeout=30)
 
 
@@ -150,3 +153,24 @@ def test_an_oversized_body_gets_413_before_any_100_continue(
             status, _, body = Responses(sock, rest).next()
         assert status == 200, body
         assert json.loads(body)["ok"] is True
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_tls_offers_h2_by_alpn_only_when_configured(tmp_path: Path, reset_database: str) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    subject = ["-subj", "/CN=127.0.0.1"]
+    subprocess.run(
+        [*request, *subject, "-keyout", key, "-out", cert], check=True, capture_output=True
+    )
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2", "http/1.1"])
+    for http2, expected in (("false", "http/1.1"), ("true", "h2")):
+        env = {"TESSERA_HTTP2": http2}
+        with (
+            run_server(tmp_path, database=reset_database, env=env, certificate=(cert, key)) as s,
+            context.wrap_socket(connect(s)) as tls,
+        ):
+            assert tls.selected_alpn_protocol() == expected, http2
