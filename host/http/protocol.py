@@ -44,10 +44,11 @@ def _is_http2_preface(request: h11.Request) -> bool:
 
 def _without_upgrade(request: h11.Request) -> h11.Request:
     """``request`` minus its ``Upgrade`` header (the same object when it has none)."""
-    raw = request.headers.raw_items()
-    kept = [(name, value) for name, value in raw if name.lower() != b"upgrade"]
-    if len(kept) == len(raw):
+    if not any(name == b"upgrade" for name, _ in request.headers):  # names are lower-case
         return request
+    kept = [
+        (name, value) for name, value in request.headers.raw_items() if name.lower() != b"upgrade"
+    ]
     return h11.Request(
         method=request.method,
         target=request.target,
