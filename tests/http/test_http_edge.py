@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,7 @@ async def post(
     )
 
 
-async def tickets(host: Host) -> list[dict]:
+async def tickets(host: Host) -> list[dict[str, Any]]:
     return (await host.client(tenant="t1").projection(f"{TICKET}.queue")).items
 
 

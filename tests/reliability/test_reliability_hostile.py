@@ -499,8 +499,8 @@ async def catalogue(host: HostProcess, database: str, tally: Counter[str]) -> di
             check(answer, tally, {400, 404})
         # Role names outside the documented set, and repeated identity headers.
         for roles in ("agent\u00a0", "\u0085agent", "agent\u00c2\u00a0", "a" * 65, "ag ent"):
-            headers = {**hostile, "X-Actor-Roles": roles.encode("latin-1")}
-            await post(f"{TICKET}.create", create, headers, {400})
+            odd: dict[str, str | bytes] = {**hostile, "X-Actor-Roles": roles.encode("latin-1")}
+            await post(f"{TICKET}.create", create, odd, {400})
         base = [(k, v) for k, v in hostile.items() if k != "X-Actor-Roles"]
         dup_roles = [*base, ("X-Actor-Roles", "requester"), ("X-Actor-Roles", "agent")]
         await post(f"{TICKET}.create", create, dup_roles, {400})
