@@ -4,7 +4,7 @@
 major release may break it. A plugin that needs an addition sets, in the module its entry
 point names::
 
-    TESSERA_PLUGIN_API = "1.1"
+    TESSERA_PLUGIN_API = "1.2"
 
 and the host refuses to start on a plugin API of another major version or an older minor one,
 naming the plugin and both versions.
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Final
 
-PLUGIN_API_VERSION: Final = "1.1"
-"""This plugin API's version (1.1 added ``PLUGIN_API_VERSION`` itself)."""
+PLUGIN_API_VERSION: Final = "1.2"
+"""This plugin API's version (1.1 added ``PLUGIN_API_VERSION`` itself; 1.2 added
+``ANONYMOUS_ACTOR``, ``ROLE_NAME_PATTERN`` and ``is_role_name``)."""
 
 REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
 """The plugin module's attribute naming the plugin API version it requires."""

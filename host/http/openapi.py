@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from host import __version__
 from host.graph.model import CompiledAction, CompiledProjection, Graph
-from host.http.cors import CORS_HEADERS
+from host.http.cors import CORS_HEADERS, SECURITY_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
 from host.http.viewschema import LOCALE, SCHEMA_VERSION, TARGET_PROFILE
 from host.systemfields import SYSTEM
@@ -40,6 +40,7 @@ STATUS_TEXT: Final[Mapping[int, str]] = {
     404: "Not found",
     409: "Conflict",
     413: "Request body too large",
+    415: "Content-Type not a JSON media type (the response's Accept header names one)",
     500: "Server error",
 }
 
@@ -60,8 +61,11 @@ def _header_name(raw: bytes) -> str:
     return "-".join(part.capitalize() for part in raw.decode().split("-"))
 
 
-RESPONSE_HEADERS: Final = (*(_header_name(name) for name, _ in CORS_HEADERS), "X-Request-Id")
-"""Headers on every response: CORS, and the request id."""
+RESPONSE_HEADERS: Final = (
+    *(_header_name(name) for name, _ in (*CORS_HEADERS, *SECURITY_HEADERS)),
+    "X-Request-Id",
+)
+"""Headers on every response: CORS, security, and the request id."""
 
 
 def _headers() -> dict[str, Any]:
@@ -298,6 +302,7 @@ def action_errors(action: CompiledAction) -> dict[int, set[str]]:
         for status, extra in _error_kinds(*ALL_ERRORS).items():
             kinds.setdefault(status, set()).update(extra)
     kinds.setdefault(413, set()).add("BadRequest")
+    kinds.setdefault(415, set()).add("BadRequest")
     return kinds
 
 
@@ -441,6 +446,13 @@ def _components(graph: Graph) -> dict[str, Any]:
                     "schema": {"const": value.decode()},
                 }
                 for name, value in CORS_HEADERS
+            },
+            **{
+                _header_name(name): {
+                    "description": "Security (on every response)",
+                    "schema": {"const": value.decode()},
+                }
+                for name, value in SECURITY_HEADERS
             },
             "X-Request-Id": {
                 "description": "The request's id (a ULID), as logged",
@@ -588,22 +600,26 @@ _PARAMETERS: Final[Mapping[str, Any]] = {
         "name": "X-Tenant-ID",
         "in": "header",
         "required": True,
-        "description": "The active tenant (set by the gateway). Missing or blank: 400.",
+        "description": "The active tenant (set by the gateway). Missing, blank or sent more "
+        "than once: 400.",
         "schema": {"type": "string", "pattern": "[^ \t]"},
     },
     "X-Actor-Id": {
         "name": "X-Actor-Id",
         "in": "header",
         "required": False,
-        "description": "The acting actor; `anon` when absent.",
+        "description": "The acting actor; `anon` when absent (with TESSERA_REQUIRE_ACTOR_ID, "
+        "an action without one is 403 PolicyDenied). Sent more than once: 400.",
         "schema": {"type": "string"},
     },
     "X-Actor-Roles": {
         "name": "X-Actor-Roles",
         "in": "header",
         "required": False,
-        "description": "Comma-separated roles, trimmed, empty entries dropped; none means "
-        "a roleless actor (403 PolicyDenied on every action requiring a role).",
+        "description": "Comma-separated role names (1 to 64 of A-Z a-z 0-9 _ . : @ / -), "
+        "spaces and tabs around each trimmed, empty entries dropped, anything else 400; none "
+        "means a roleless actor (403 PolicyDenied on every action requiring a role). Sent "
+        "more than once: 400.",
         "schema": {"type": "string"},
     },
     "subject": {

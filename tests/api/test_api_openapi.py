@@ -132,6 +132,7 @@ def test_error_kinds_per_operation(document: dict[str, Any]) -> None:
         403: ["PolicyDenied"],
         409: ["ConcurrencyConflict"],
         413: ["BadRequest"],
+        415: ["BadRequest"],
         500: ["AuditEmissionFailed", "InternalError"],
     }
     start = kinds(document, "/actions/helpdesk.ticket.start")
@@ -155,6 +156,7 @@ def test_identity_headers_and_cors(document: dict[str, Any]) -> None:
     assert document["components"]["parameters"]["X-Tenant-ID"]["required"] is True
     headers = op["responses"]["403"]["headers"]
     assert "Access-Control-Allow-Origin" in headers and "X-Request-Id" in headers
+    assert "Cache-Control" in headers and "X-Content-Type-Options" in headers
     cors = document["components"]["headers"]["Access-Control-Allow-Methods"]
     assert cors["schema"] == {"const": "GET, POST, OPTIONS"}
     assert "204" in document["paths"]["/actions/helpdesk.ticket.start"]["options"]["responses"]
