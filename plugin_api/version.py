@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Final
 
 PLUGIN_API_VERSION: Final = "1.2"
-"""This plugin API's version (1.1 added ``PLUGIN_API_VERSION`` itself; 1.2 added
-``ANONYMOUS_ACTOR``, ``ROLE_NAME_PATTERN`` and ``is_role_name``)."""
+"""This plugin API's version (1.1 added ``PLUGIN_API_VERSION`` itself; 1.2 added the list
+declarations ``ListOptions``, ``Filter``, ``FilterOperator``, ``MAX_PAGE_SIZE``, and
+``ANONYMOUS_ACTOR``, ``ROLE_NAME_PATTERN``, ``is_role_name``)."""
 
 REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
 """The plugin module's attribute naming the plugin API version it requires."""

@@ -30,7 +30,7 @@ from plugin_api import (
 # docs:end helpdesk-imports
 
 TESSERA_PLUGIN_API = "1.2"
-"""The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``)."""
+"""The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``, ``ListOptions``)."""
 
 TICKET = "helpdesk.ticket"
 EDITABLE = ("title", "description", "priority", "estimate_hours", "due_at", "billable", "budget")
