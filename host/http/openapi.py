@@ -21,6 +21,8 @@ from host.graph.model import CompiledAction, CompiledProjection, Graph
 from host.http.cors import CORS_HEADERS, SECURITY_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
 from host.http.viewschema import LOCALE, SCHEMA_VERSION, TARGET_PROFILE
+from host.query.params import SCHEMA_1_1
+from host.query.spec import list_spec
 from host.systemfields import SYSTEM
 from plugin_api import errors as e
 from plugin_api.definitions import CreateAction, FieldType, TransitionAction, UpdateAction
@@ -108,14 +110,86 @@ def _error_kinds(*errors: type[TesseraError]) -> dict[int, set[str]]:
 
 
 def projection_parameters(projection: CompiledProjection) -> list[dict[str, Any]]:
-    """The query parameters of a projection's GET (spec part 4), in a stable order."""
-    del projection  # every projection takes the same ones in v0.1
-    return [
+    """The query parameters of a projection's GET (spec part 4 and the list parameters of
+    docs/http.md "Lists"), in a stable order."""
+    spec = list_spec(projection)
+    parameters: list[dict[str, Any]] = [
         _ref("parameters", "subject"),
         _ref("parameters", "locale"),
         _ref("parameters", "renderer"),
         _ref("parameters", "acceptSchemaVersions"),
+        _query(
+            "pageSize",
+            f"List renders: rows per page, 1 to {spec.max_page_size}; with it the list is a "
+            "page whose `pagination.nextCursor` leads to the next one. Out of range: 400.",
+            {"type": "integer", "minimum": 1, "maximum": spec.max_page_size},
+        ),
+        _query(
+            "cursor",
+            "List renders: the `pagination.nextCursor` of the previous page, sent with the "
+            "same filters, sort and q. Altered or from another request: 400.",
+            {"type": "string"},
+        ),
     ]
+    if spec.sortable:
+        keys = ", ".join(spec.sortable)
+        parameters.append(
+            _query(
+                "sort",
+                f"List renders: comma-separated sort keys over {keys}, `-` for descending; "
+                "`id` is always the final tie-breaker. Anything else: 400.",
+                {"type": "string"},
+            )
+        )
+    if spec.search:
+        fields = ", ".join(column.name for column in spec.search)
+        parameters.append(
+            _query(
+                "q",
+                f"List renders: case-insensitive (ASCII) substring over {fields}.",
+                {"type": "string"},
+            )
+        )
+    for name, declared in spec.filters.items():
+        for operator in declared.operators:
+            parameters.append(
+                _query(
+                    f"filter.{name}.{operator}",
+                    f"List renders: rows whose {name} {_OPERATOR_TEXT[operator]} (written as "
+                    "in action inputs). A value that does not fit the field: 400.",
+                    {"type": "string", "enum": ["true", "false"]}
+                    if operator == "null"
+                    else {"type": "string"},
+                )
+            )
+        if "eq" in declared.operators:
+            parameters.append(
+                _query(f"filter.{name}", f"The same as `filter.{name}.eq`.", {"type": "string"})
+            )
+    return parameters
+
+
+_OPERATOR_TEXT: Final[Mapping[str, str]] = {
+    "eq": "equals the value",
+    "ne": "differs from the value (null included)",
+    "in": "is one of the comma-separated values",
+    "lt": "is less than the value",
+    "lte": "is at most the value",
+    "gt": "is greater than the value",
+    "gte": "is at least the value",
+    "contains": "contains the text (case-insensitive, ASCII)",
+    "null": "is null (`true`) or is not (`false`)",
+}
+
+
+def _query(name: str, description: str, schema: Schema) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
 
 
 # -- projections -------------------------------------------------------------------------------
@@ -569,12 +643,26 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
         ["fqn", "name", "label", "subjectRequired", "inputs"],
     ),
     "Pagination": object_schema(
-        {"pageSize": {"type": "integer", "minimum": 0}, "nextCursor": {"type": "null"}},
+        {
+            "pageSize": {"type": "integer", "minimum": 0},
+            "nextCursor": {"type": ["string", "null"]},
+            "maxPageSize": {"type": "integer", "minimum": 1},
+        },
         ["pageSize", "nextCursor"],
+    ),
+    "FilterDescriptor": object_schema(
+        {
+            "field": {"type": "string"},
+            "label": {"type": "string"},
+            "type": {"type": "string"},
+            "operators": {"type": "array", "items": {"enum": list(_OPERATOR_TEXT)}},
+            "options": {"type": "array", "items": {"type": "string"}},
+        },
+        ["field", "label", "type", "operators"],
     ),
     "ViewSchema": object_schema(
         {
-            "schemaVersion": {"const": SCHEMA_VERSION},
+            "schemaVersion": {"enum": [SCHEMA_VERSION, SCHEMA_1_1]},
             "targetProfile": {"const": TARGET_PROFILE},
             "metadata": object_schema(
                 {
@@ -588,7 +676,26 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
             ),
             "fields": {"type": "array", "items": _ref("schemas", "FieldDescriptor")},
             "actions": {"type": "array", "items": _ref("schemas", "ActionDescriptor")},
-            "filters": {"type": "array", "maxItems": 0},
+            "filters": {
+                "type": "array",
+                "items": _ref("schemas", "FilterDescriptor"),
+                "description": "Always [] at 1.0.0; the declared filters at 1.1.0.",
+            },
+            "sort": object_schema(
+                {
+                    "fields": {"type": "array", "items": {"type": "string"}},
+                    "default": {"type": "array", "items": {"type": "string"}},
+                    "active": {"type": "array", "items": {"type": "string"}},
+                },
+                ["fields", "default", "active"],
+            ),
+            "search": object_schema(
+                {
+                    "fields": {"type": "array", "items": {"type": "string"}},
+                    "active": {"type": ["string", "null"]},
+                },
+                ["fields", "active"],
+            ),
             "data": {"anyOf": [{"type": "object"}, {"type": "null"}]},
         },
         ["schemaVersion", "targetProfile", "metadata", "fields", "actions", "filters", "data"],
@@ -647,8 +754,9 @@ _PARAMETERS: Final[Mapping[str, Any]] = {
         "in": "query",
         "required": False,
         "description": (
-            f"Comma-separated ViewSchema versions: `1.1.0` when listed (docs/http.md, "
-            f"'ViewSchema 1.1.0'; not described here yet), otherwise {SCHEMA_VERSION}."
+            f"Comma-separated ViewSchema versions: {SCHEMA_1_1} when listed (adds `filters` "
+            f"descriptors, `sort`, `search` and `pagination.maxPageSize`, and a projection's "
+            f"default page size; docs/http.md), otherwise {SCHEMA_VERSION}, as in v0.1."
         ),
         "schema": {"type": "string"},
     },

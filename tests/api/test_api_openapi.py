@@ -171,8 +171,16 @@ def test_view_schema_list_and_detail(document: dict[str, Any]) -> None:
     data = view["responses"]["200"]["content"]["application/json"]["schema"]["allOf"][1]
     shapes = data["properties"]["data"]["oneOf"]
     assert [sorted(s["properties"]) for s in shapes] == [["items", "pagination"], ["item"]]
-    names = [p["$ref"].rsplit("/", 1)[1] for p in view["parameters"]]
-    assert names == ["X-Tenant-ID", "subject", "locale", "renderer", "acceptSchemaVersions"]
+    names = [p["$ref"].rsplit("/", 1)[1] if "$ref" in p else p["name"] for p in view["parameters"]]
+    assert names[:7] == [
+        "X-Tenant-ID", "subject", "locale", "renderer", "acceptSchemaVersions", "pageSize", "cursor"
+    ]  # fmt: skip
+    # The queue's list declarations (sample-plugins): sort, q and one parameter per operator.
+    assert {"sort", "q", "filter.state", "filter.state.in", "filter.priority.in"} <= set(names)
+    page_size = next(p for p in view["parameters"] if p.get("name") == "pageSize")
+    assert page_size["schema"] == {"type": "integer", "minimum": 1, "maximum": 1000}
+    undeclared = operation(document, "/projections/helpdesk.ticket.detail", "get")
+    assert not {"sort", "q"} & {p.get("name") for p in undeclared["parameters"]}
 
 
 async def test_served_and_printed_alike(
