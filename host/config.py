@@ -113,6 +113,12 @@ class Settings:
         "Seconds a response may take to send, a streamed list included; a stream cut "
         "off by it closes the connection before the end of the body, and is logged.",
     )
+    idempotency_retention_s: int = _setting(
+        24 * 3600,
+        _parse_positive_int,
+        "Seconds an Idempotency-Key and its stored answer are kept; a retry within this "
+        "window gets the stored answer, a later one runs as a new request.",
+    )
     access_log: bool = _setting(
         True,
         _parse_bool,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import dataclass
 
 from host.config import Settings
 from host.graph.model import Graph
 from host.query.cursor import CursorCodec
 from host.runtime import ActionRuntime, ProjectionReader
+from host.runtime.idempotency import IdempotencyStore
 from host.runtime.listreads import ListReader
 from host.storage import Schema, Storage, build_schema
 from host.storage.migrate import startup_evolution
@@ -26,6 +29,8 @@ class Service:
     reader: ProjectionReader
     lists: ListReader
     """Filtered, sorted and paged lists (docs/http.md, "Lists")."""
+    idempotency: IdempotencyStore
+    purger: asyncio.Task[None]
 
     @classmethod
     async def start(cls, settings: Settings, graph: Graph) -> Service:
@@ -39,6 +44,8 @@ class Service:
         except BaseException:
             await storage.disconnect()
             raise
+        idempotency = IdempotencyStore(storage, schema, settings.idempotency_retention_s)
+        interval = min(settings.idempotency_retention_s, 3600)
         return cls(
             settings=settings,
             graph=graph,
@@ -47,8 +54,13 @@ class Service:
             runtime=ActionRuntime(graph, storage, schema),
             reader=ProjectionReader(graph, storage, schema),
             lists=ListReader(graph, storage, schema, cursors),
+            idempotency=idempotency,
+            purger=asyncio.ensure_future(idempotency.purge_forever(interval)),
         )
 
     async def stop(self) -> None:
-        """Finish units of work in flight and close the database."""
+        """Stop the key purge, finish units of work in flight and close the database."""
+        self.purger.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.purger
         await self.storage.disconnect()

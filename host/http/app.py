@@ -20,7 +20,7 @@ from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.query.document import detail_document
 from host.query.params import SCHEMA_1_1, negotiate, parse_list_query
-from host.runtime import resolve_actor, resolve_tenant
+from host.runtime import idempotency, resolve_actor, resolve_tenant
 from host.service import Service
 from host.values import now_db, render_datetime
 from plugin_api.errors import InternalError, ProjectionNotFound, TesseraError
@@ -140,12 +140,24 @@ def create_app(
             headers.getlist("X-Actor-Id"),
             headers.getlist("X-Actor-Roles"),
         )
+        key = idempotency.parse_key(headers.getlist(idempotency.HEADER))
         body = jsonio.loads_object(raw)
-        runtime = service().runtime
+        running = service()
+        runtime = running.runtime
         action = runtime.permitted(fqn, actor)
         subject_id = parse_subject_id(action, actor, body)
-        outputs = await runtime.run(action, actor, subject_id, parse_inputs(body))
-        return json_response({"ok": True, "outputs": outputs})
+        inputs = parse_inputs(body)
+        if key is None:
+            outputs = await runtime.run(action, actor, subject_id, inputs)
+            return json_response({"ok": True, "outputs": outputs})
+        print_ = idempotency.fingerprint(fqn, body)
+        answer, replayed = await idempotency.run_once(
+            running.idempotency, runtime, action, actor, subject_id, inputs, key, print_
+        )
+        response = Response(answer, status=200, content_type=JSON)
+        if replayed:
+            response.headers["Idempotent-Replayed"] = "true"
+        return response
 
     @app.errorhandler(TesseraError)
     async def taxonomy_error(error: TesseraError) -> Response:

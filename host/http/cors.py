@@ -28,6 +28,10 @@ CORS_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"access-control-max-age", b"600"),
 )
 _CORS_NAMES = frozenset(name for name, _ in CORS_HEADERS)
+ALLOW_HEADERS_WITH_KEY = b"Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles, Idempotency-Key"
+"""``Access-Control-Allow-Headers`` for a request that sends or asks to send an
+``Idempotency-Key``. Every other request gets the spec's exact value: a v0.1 client that
+sends nothing new sees the same bytes."""
 
 access_logger = logging.getLogger("tessera.access")
 logger = logging.getLogger("tessera.http")
@@ -39,6 +43,18 @@ def _has_body(scope: Scope) -> bool:
         if key == b"transfer-encoding" or (key == b"content-length" and value.strip() != b"0"):
             return True
     return False
+
+
+def _cors_headers(scope: Scope) -> tuple[tuple[bytes, bytes], ...]:
+    """The spec's CORS headers; ``Idempotency-Key`` joins the allowed headers when the
+    request carries one, or its preflight names it in ``Access-Control-Request-Headers``."""
+    for key, value in scope.get("headers", ()):
+        if key == b"idempotency-key" or (
+            key == b"access-control-request-headers" and b"idempotency-key" in value.lower()
+        ):
+            allow = (b"access-control-allow-headers", ALLOW_HEADERS_WITH_KEY)
+            return tuple(allow if name == allow[0] else (name, v) for name, v in CORS_HEADERS)
+    return CORS_HEADERS
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -68,6 +84,7 @@ class CorsMiddleware:
         client_gone = False
         sent_bytes = 0
         id_header = (b"x-request-id", request_id.encode())
+        cors_headers = _cors_headers(scope)
         body_read = not _has_body(scope)
 
         async def receive_tracking() -> Message:
@@ -87,7 +104,7 @@ class CorsMiddleware:
                 headers = [
                     (k, v) for k, v in message.get("headers", ()) if k.lower() not in _CORS_NAMES
                 ]
-                message["headers"] = [*headers, *CORS_HEADERS, id_header]
+                message["headers"] = [*headers, *cors_headers, id_header]
                 if not body_read:
                     # Answered before the body was read (404, 405, 413, ...): the server
                     # cannot reuse the connection, so say so rather than drop it silently.
