@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -16,10 +17,12 @@ from host.graph import GraphError, compile_graph
 from host.graph.model import Graph
 from host.http.openapi import openapi_text
 from host.plugins import PluginContribution, contributions, load_plugins
+from host.startup import StartupError, check_bind, probe_database
 
 __all__ = ["main", "serve_command"]
 
 ASGI_APP = "host.asgi:app"
+EXIT_STARTUP = 1
 
 
 def _names(kind: str, names: Sequence[str], out: TextIO) -> None:
@@ -77,9 +80,12 @@ def _cmd_graph(settings: Settings, *, hash_only: bool, fmt: str) -> int:
 
 def _cmd_check(settings: Settings) -> int:
     graph = _compile(settings)
-    if graph is not None:
-        print(f"ok {graph.hash}")
-    return 0 if graph is not None else 1
+    if graph is None:
+        return 1
+    found = asyncio.run(probe_database(settings))
+    print(f"ok {graph.hash}")
+    print(found, file=sys.stderr)
+    return 0
 
 
 def _cmd_openapi(settings: Settings) -> int:
@@ -180,6 +186,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        return _run(args, rest, settings)
+    except StartupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_STARTUP
+
+
+def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> int:
     if args.command == "plugins":
         return _cmd_plugins(settings)
     if args.command == "graph":
@@ -194,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_migrate.migrate(
             settings, execute=args.apply, allow=args.allow, as_json=args.json
         )
+    check_bind(args.bind)
     status = cli_migrate.preflight(settings)  # Hypercorn exits 0 when the app cannot start
     if status:
         return status

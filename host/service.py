@@ -12,6 +12,7 @@ from host.query.cursor import CursorCodec
 from host.runtime import ActionRuntime, ProjectionReader
 from host.runtime.idempotency import IdempotencyStore
 from host.runtime.listreads import ListReader
+from host.startup import check_database_url, reachable
 from host.storage import Schema, Storage, build_schema
 from host.storage.migrate import startup_evolution
 from host.storage.secrets import shared_secret
@@ -34,10 +35,19 @@ class Service:
 
     @classmethod
     async def start(cls, settings: Settings, graph: Graph) -> Service:
-        """Connect to the database and prepare the schema of ``graph``."""
+        """Connect to the database and prepare the schema of ``graph``.
+
+        :raises host.startup.StartupError: a known failure to reach the database.
+        """
+        check_database_url(settings)
         schema = build_schema(graph)
         storage = Storage(settings)
-        await storage.connect()
+        try:
+            await reachable(storage.connect(), settings)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await storage.disconnect()
+            raise
         try:
             await storage.prepare(schema, evolve=startup_evolution(graph, schema, storage.dialect))
             cursors = CursorCodec(await shared_secret(storage, "cursor"))

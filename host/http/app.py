@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from quart import Quart, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
@@ -22,6 +22,8 @@ from host.query.document import detail_document
 from host.query.params import SCHEMA_1_1, negotiate, parse_list_query
 from host.runtime import idempotency, resolve_actor, resolve_tenant
 from host.service import Service
+from host.startup import StartupError
+from host.storage.plan import SchemaEvolutionError
 from host.values import now_db, render_datetime
 from plugin_api.errors import InternalError, ProjectionNotFound, TesseraError
 
@@ -45,9 +47,14 @@ def create_app(
     graph: Graph | None = None,
     extra_plugins: Sequence[tuple[str, object]] = (),
     entry_points: bool = True,
+    on_startup_failure: Callable[[str], None] | None = None,
 ) -> Quart:
     """Build the app. The graph is compiled here, so a broken plugin set fails at once
-    (with every compiler error); the database is opened when serving starts."""
+    (with every compiler error); the database is opened when serving starts.
+
+    ``on_startup_failure``: called with one line when serving cannot start for a known
+    reason (the database cannot be reached or needs a migration); a Hypercorn worker ends
+    the process there (:func:`host.startup.abort_worker`)."""
     settings = settings or Settings.from_env()
     if graph is None:
         graph = build_graph(settings, extra=extra_plugins, entry_points=entry_points)
@@ -68,7 +75,14 @@ def create_app(
 
     @app.before_serving
     async def start_service() -> None:
-        state["service"] = await Service.start(settings, compiled_graph)
+        try:
+            state["service"] = await Service.start(settings, compiled_graph)
+        except (StartupError, SchemaEvolutionError) as exc:
+            if on_startup_failure is None:
+                raise
+            line = str(exc) if isinstance(exc, StartupError) else exc.report()
+            on_startup_failure(line)
+            raise
 
     @app.after_serving
     async def stop_service() -> None:
