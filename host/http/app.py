@@ -108,6 +108,24 @@ def create_app(
     async def openapi() -> Response:
         return Response(openapi_document, content_type=JSON)
 
+    @app.get(f"{prefix}/_ready")
+    async def ready() -> Response:
+        # Readiness (not in the v0.1 spec; health stays liveness only): the database must
+        # answer within TESSERA_READY_TIMEOUT_S, else 503 in the error envelope.
+        running = service()
+        problem = await running.storage.probe(settings.ready_timeout_s)
+        if problem is not None:
+            logger.warning("not ready: %s", problem)
+            return json_response(error_body("ServiceUnavailable", f"Not ready: {problem}"), 503)
+        return json_response(
+            {
+                "ok": True,
+                "service": settings.service_name,
+                "graphHash": compiled_graph.hash,
+                "database": running.storage.dialect,
+            }
+        )
+
     @app.get(f"{prefix}/projections/<fqn>")
     async def projection(fqn: str) -> Response:
         tenant = resolve_tenant(request.headers.getlist("X-Tenant-ID"))

@@ -24,11 +24,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from databases import Database
+from databases import Database, DatabaseURL
 from databases.core import Connection
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
@@ -304,6 +306,26 @@ class Storage:
                 return await Tx(conn, sqlite=True).rows(sql, args)
         async with self._pooled() as pooled:
             return await Tx(pooled, sqlite=False).rows(sql, args)
+
+    # -- readiness ------------------------------------------------------------------------
+
+    async def probe(self, timeout: float) -> str | None:
+        """Whether the database answers a query within ``timeout`` seconds: ``None`` when it
+        does, else why not (one line). SQLite: the file must also still be in place, since an
+        open connection keeps reading a file that was moved or deleted."""
+        if self.dialect == "sqlite":
+            path = Path(DatabaseURL(self.url).database)
+            if not path.is_file():
+                return f"the SQLite file {path} is missing"
+            if not os.access(path, os.R_OK | os.W_OK):
+                return f"the SQLite file {path} is not readable and writable"
+        try:
+            await asyncio.wait_for(self.rows("SELECT 1"), timeout)
+        except asyncio.TimeoutError:
+            return f"the database did not answer within {timeout:g}s"
+        except Exception as exc:
+            return f"the database cannot be reached: {type(exc).__name__}: {exc}"
+        return None
 
     # -- dialect-specific statements ------------------------------------------------------
 
