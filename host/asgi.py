@@ -10,10 +10,10 @@ from host.http import create_app
 from host.logs import configure_logging
 from host.startup import StartupError, abort_worker, check_database_url, die_with_parent
 
-configure_logging()
 die_with_parent()
 try:
     _settings = Settings.from_env()
+    configure_logging(log_format=_settings.log_format)
     check_database_url(_settings)
     app = create_app(_settings, on_startup_failure=abort_worker)
 except (ValueError, StartupError) as _exc:

@@ -35,6 +35,13 @@ def _parse_positive_float(raw: str) -> float:
     return value
 
 
+def _parse_log_format(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in {"text", "json"}:
+        raise ValueError(f"expected 'text' or 'json', got {raw!r}")
+    return value
+
+
 def _parse_prefix(raw: str) -> str:
     prefix = "/" + raw.strip().strip("/")
     return "" if prefix == "/" else prefix
@@ -130,6 +137,11 @@ class Settings:
         _parse_positive_int,
         "Seconds an Idempotency-Key and its stored answer are kept; a retry within this "
         "window gets the stored answer, a later one runs as a new request.",
+    )
+    log_format: str = _setting(
+        "text",
+        _parse_log_format,
+        "Log lines as 'text' or 'json' (one JSON object per line), Hypercorn's included.",
     )
     access_log: bool = _setting(
         True,

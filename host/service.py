@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass
 
+from host import __version__
 from host.config import Settings
 from host.graph.model import Graph
 from host.query.cursor import CursorCodec
 from host.runtime import ActionRuntime, ProjectionReader
 from host.runtime.idempotency import IdempotencyStore
 from host.runtime.listreads import ListReader
-from host.startup import check_database_url, reachable
+from host.startup import check_database_url, mask_url, reachable
 from host.storage import Schema, Storage, build_schema
 from host.storage.migrate import startup_evolution
 from host.storage.secrets import shared_secret
+
+logger = logging.getLogger("tessera.service")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,6 +60,22 @@ class Service:
             raise
         idempotency = IdempotencyStore(storage, schema, settings.idempotency_retention_s)
         interval = min(settings.idempotency_retention_s, 3600)
+        plugins = ", ".join(f"{p.name} {p.version}" if p.version else p.name for p in graph.plugins)
+        logger.info(
+            "started: tessera %s, graph %s, database %s (%s), plugins: %s",
+            __version__,
+            graph.hash,
+            storage.dialect,
+            mask_url(settings.database_url),
+            plugins or "none",
+            extra={
+                "event": "started",
+                "version": __version__,
+                "graph_hash": graph.hash,
+                "dialect": storage.dialect,
+                "plugins": {p.name: p.version for p in graph.plugins},
+            },
+        )
         return cls(
             settings=settings,
             graph=graph,
@@ -74,3 +94,9 @@ class Service:
         with contextlib.suppress(asyncio.CancelledError):
             await self.purger
         await self.storage.disconnect()
+        logger.info(
+            "stopped: tessera %s, graph %s",
+            __version__,
+            self.graph.hash,
+            extra={"event": "stopped", "version": __version__, "graph_hash": self.graph.hash},
+        )
