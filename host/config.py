@@ -143,6 +143,11 @@ class Settings:
         _parse_log_format,
         "Log lines as 'text' or 'json' (one JSON object per line), Hypercorn's included.",
     )
+    metrics: bool = _setting(
+        False,
+        _parse_bool,
+        "Serve Prometheus metrics at GET /metrics (needs the 'metrics' extra).",
+    )
     access_log: bool = _setting(
         True,
         _parse_bool,

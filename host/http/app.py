@@ -18,6 +18,7 @@ from host.http.lists import list_response
 from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
+from host.metrics import Metrics
 from host.query.document import detail_document
 from host.query.params import SCHEMA_1_1, negotiate, parse_list_query
 from host.runtime import idempotency, resolve_actor, resolve_tenant
@@ -60,6 +61,7 @@ def create_app(
         graph = build_graph(settings, extra=extra_plugins, entry_points=entry_points)
     compiled_graph = graph
 
+    metrics = Metrics(settings.api_prefix, graph.actions) if settings.metrics else None
     app = Quart("tessera")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
@@ -77,6 +79,8 @@ def create_app(
     async def start_service() -> None:
         try:
             state["service"] = await Service.start(settings, compiled_graph)
+            if metrics is not None:
+                state["service"].storage.on_transaction = metrics.transactions.observe
         except (StartupError, SchemaEvolutionError) as exc:
             if on_startup_failure is None:
                 raise
@@ -89,6 +93,8 @@ def create_app(
         running = state.pop("service", None)
         if running is not None:
             await running.stop()
+        if metrics is not None:
+            metrics.worker_exited()
 
     @app.before_request
     async def limit_body() -> None:
@@ -161,6 +167,18 @@ def create_app(
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:
+        if metrics is None:
+            return await run_action(fqn)
+        label = metrics.action_label(fqn)
+        try:
+            response = await run_action(fqn)
+        except Exception as error:
+            metrics.outcomes.labels(label, getattr(error, "kind", "InternalError")).inc()
+            raise
+        metrics.outcomes.labels(label, "ok").inc()
+        return response
+
+    async def run_action(fqn: str) -> Response:
         # The body is read before anything can refuse the request: an answer sent while
         # the body is still arriving makes Hypercorn drop the keep-alive connection after
         # it, and the client's next request on that connection fails.
@@ -225,8 +243,16 @@ def create_app(
         return error_response(InternalError(f"Internal error (request id {request_id})"))
 
     middleware = CorsMiddleware(app.asgi_app, access_log=settings.access_log)  # type: ignore[arg-type]
-    app.asgi_app = middleware  # type: ignore[assignment,method-assign]
+    if metrics is None:
+        app.asgi_app = middleware  # type: ignore[assignment,method-assign]
+    else:
+        app.asgi_app = metrics.middleware(middleware, lambda: in_use(state))  # type: ignore[assignment,method-assign]
     return app
+
+
+def in_use(state: dict[str, Service]) -> int:
+    running = state.get("service")
+    return 0 if running is None else running.storage.connections_in_use()
 
 
 def _framework_message(status: int, error: HTTPException) -> str:
