@@ -165,15 +165,16 @@ class IdempotencyStore:
             await asyncio.sleep(0)  # let writers in between batches
 
     async def purge_forever(self, interval_s: float) -> None:
-        """:meth:`purge` every ``interval_s`` seconds (a failure is logged, not fatal)."""
+        """:meth:`purge` every ``interval_s`` seconds, the first time one interval after
+        startup (a failure is logged, not fatal)."""
         while True:
+            await asyncio.sleep(interval_s)
             try:
                 deleted = await self.purge()
                 if deleted:
                     logger.info("purged %d expired idempotency keys", deleted)
             except Exception:
                 logger.warning("idempotency key purge failed", exc_info=True)
-            await asyncio.sleep(interval_s)
 
 
 async def run_once(
