@@ -58,7 +58,7 @@ SCENARIOS: dict[str, dict[str, str]] = {
     "q=nomatch (no row)": {"q": "nomatch"},
 }
 PAGED = ("open, newest first", "all, by title")
-_LOG_LINE = re.compile(r"GET /api/projections/\S+ tenant=(\S+) .*status=(\d+) ([0-9.]+)ms")
+_LOG_LINE = re.compile(r"GET /api/projections/\S+ tenant=(\S+) .*status=(\d+).* ([0-9.]+)ms")
 
 
 def ticket_rows(tenant: str, start: int, count: int, salt: int) -> list[tuple[Any, ...]]:

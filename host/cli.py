@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -16,10 +17,13 @@ from host.graph import GraphError, compile_graph
 from host.graph.model import Graph
 from host.http.openapi import openapi_text
 from host.plugins import PluginContribution, contributions, load_plugins
+from host.startup import StartupError, check_bind, probe_database
 
 __all__ = ["main", "serve_command"]
 
 ASGI_APP = "host.asgi:app"
+EXIT_STARTUP = 1
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
 
 
 def _names(kind: str, names: Sequence[str], out: TextIO) -> None:
@@ -77,9 +81,12 @@ def _cmd_graph(settings: Settings, *, hash_only: bool, fmt: str) -> int:
 
 def _cmd_check(settings: Settings) -> int:
     graph = _compile(settings)
-    if graph is not None:
-        print(f"ok {graph.hash}")
-    return 0 if graph is not None else 1
+    if graph is None:
+        return 1
+    found = asyncio.run(probe_database(settings))
+    print(f"ok {graph.hash}")
+    print(found, file=sys.stderr)
+    return 0
 
 
 def _cmd_openapi(settings: Settings) -> int:
@@ -124,8 +131,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description=__doc__)
     parser.add_argument("--version", action="version", version=f"tessera {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("plugins", help="list discovered plugins and what they contribute")
-    graph = commands.add_parser("graph", help="print the canonical graph and its hash")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        # ``help`` is the line in ``tessera --help``; ``description`` heads ``tessera NAME -h``.
+        return commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+
+    command("plugins", "list discovered plugins and what they contribute")
+    graph = command("graph", "print the canonical graph and its hash")
     graph.add_argument("--hash", action="store_true", help="print only the hash")
     graph.add_argument(
         "--format",
@@ -134,23 +146,23 @@ def _parser() -> argparse.ArgumentParser:
         help="json (the canonical graph, default), or each entity's workflow as a "
         "mermaid or dot diagram",
     )
-    commands.add_parser("openapi", help="print the OpenAPI 3.1 document of the graph")
-    new_plugin = commands.add_parser(
-        "new-plugin", help="create the project of a new plugin, tests and tox file included"
+    command("openapi", "print the OpenAPI 3.1 document of the graph")
+    new_plugin = command(
+        "new-plugin", "create the project of a new plugin, tests and tox file included"
     )
     new_plugin.add_argument("name", help="the plugin's name: one lower-case word")
     new_plugin.add_argument("--directory", default=".", help="parent folder (default: .)")
-    commands.add_parser("check", help="compile the graph; print 'ok <hash>' or every error")
-    commands.add_parser("config", help="print every TESSERA_* setting with value and help")
-    serve = commands.add_parser(
-        "serve",
-        help="run Hypercorn on host.asgi:app (unknown options are passed to Hypercorn)",
+    command(
+        "check",
+        "compile the graph and reach the database; print 'ok <hash>' or every error",
+    )
+    command("config", "print every TESSERA_* setting with value and help")
+    serve = command(
+        "serve", "run Hypercorn on host.asgi:app (unknown options are passed to Hypercorn)"
     )
     serve.add_argument("--bind", default="127.0.0.1:8000", help="default: %(default)s")
     serve.add_argument("--workers", type=int, default=1, help="default: %(default)s")
-    migrate = commands.add_parser(
-        "migrate", help="plan or apply the schema changes the installed plugins need"
-    )
+    migrate = command("migrate", "plan or apply the schema changes the installed plugins need")
     mode = migrate.add_mutually_exclusive_group(required=True)
     mode.add_argument("--plan", action="store_true", help="print the plan; change nothing")
     mode.add_argument("--apply", action="store_true", help="apply the plan")
@@ -169,6 +181,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``tessera`` command; return the exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (``tessera graph | head``): no traceback. Python would
+        # complain again when flushing stdout at exit, so point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "serve":
@@ -180,6 +203,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        return _run(args, rest, settings)
+    except StartupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_STARTUP
+
+
+def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> int:
     if args.command == "plugins":
         return _cmd_plugins(settings)
     if args.command == "graph":
@@ -194,6 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_migrate.migrate(
             settings, execute=args.apply, allow=args.allow, as_json=args.json
         )
+    check_bind(args.bind)
     status = cli_migrate.preflight(settings)  # Hypercorn exits 0 when the app cannot start
     if status:
         return status

@@ -16,6 +16,7 @@ from databases import DatabaseURL
 
 from host.config import Settings
 from host.graph import Graph, GraphError, build_graph
+from host.startup import check_database_url, reachable
 from host.storage import Storage, build_schema
 from host.storage.migrate import apply, plan_only, startup_evolution
 from host.storage.plan import ALLOWABLE_KINDS, Plan, SchemaEvolutionError
@@ -46,9 +47,10 @@ def _print(plan: Plan, *, as_json: bool) -> None:
 async def _migrate(
     settings: Settings, graph: Graph, *, execute: bool, allow: Iterable[str], as_json: bool
 ) -> int:
+    check_database_url(settings)
     schema = build_schema(graph)
     storage = Storage(settings)
-    await storage.connect()
+    await reachable(storage.connect(), settings)
     try:
         if not execute:
             plan = await plan_only(storage, graph, schema)
@@ -77,6 +79,7 @@ def migrate(settings: Settings, *, execute: bool, allow: Iterable[str], as_json:
 
 
 async def _preflight(settings: Settings, graph: Graph) -> int:
+    check_database_url(settings)
     schema = build_schema(graph)
     storage = Storage(settings)
     if (
@@ -84,7 +87,7 @@ async def _preflight(settings: Settings, graph: Graph) -> int:
         and not Path(DatabaseURL(settings.database_url).database).exists()
     ):
         return 0  # a new database: nothing can break, the worker creates it
-    await storage.connect()
+    await reachable(storage.connect(), settings)
     try:
         await storage.prepare(schema, evolve=startup_evolution(graph, schema, storage.dialect))
     except SchemaEvolutionError as exc:

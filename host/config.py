@@ -28,6 +28,20 @@ def _parse_positive_int(raw: str) -> int:
     return value
 
 
+def _parse_positive_float(raw: str) -> float:
+    value = float(raw)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"expected a positive number of seconds, got {raw!r}")
+    return value
+
+
+def _parse_log_format(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in {"text", "json"}:
+        raise ValueError(f"expected 'text' or 'json', got {raw!r}")
+    return value
+
+
 def _parse_prefix(raw: str) -> str:
     prefix = "/" + raw.strip().strip("/")
     return "" if prefix == "/" else prefix
@@ -112,6 +126,27 @@ class Settings:
         _parse_positive_int,
         "Seconds a response may take to send, a streamed list included; a stream cut "
         "off by it closes the connection before the end of the body, and is logged.",
+    )
+    ready_timeout_s: float = _setting(
+        2.0,
+        _parse_positive_float,
+        "Seconds GET {prefix}/_ready waits for the database before answering 503.",
+    )
+    idempotency_retention_s: int = _setting(
+        24 * 3600,
+        _parse_positive_int,
+        "Seconds an Idempotency-Key and its stored answer are kept; a retry within this "
+        "window gets the stored answer, a later one runs as a new request.",
+    )
+    log_format: str = _setting(
+        "text",
+        _parse_log_format,
+        "Log lines as 'text' or 'json' (one JSON object per line), Hypercorn's included.",
+    )
+    metrics: bool = _setting(
+        False,
+        _parse_bool,
+        "Serve Prometheus metrics at GET /metrics (needs the 'metrics' extra).",
     )
     access_log: bool = _setting(
         True,

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from dataclasses import dataclass
 
+from host import __version__
 from host.config import Settings
 from host.graph.model import Graph
 from host.query.cursor import CursorCodec
 from host.runtime import ActionRuntime, ProjectionReader
+from host.runtime.idempotency import IdempotencyStore
 from host.runtime.listreads import ListReader
+from host.startup import check_database_url, mask_url, reachable
 from host.storage import Schema, Storage, build_schema
 from host.storage.migrate import startup_evolution
 from host.storage.secrets import shared_secret
+
+logger = logging.getLogger("tessera.service")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -26,19 +34,48 @@ class Service:
     reader: ProjectionReader
     lists: ListReader
     """Filtered, sorted and paged lists (docs/http.md, "Lists")."""
+    idempotency: IdempotencyStore
+    purger: asyncio.Task[None]
 
     @classmethod
     async def start(cls, settings: Settings, graph: Graph) -> Service:
-        """Connect to the database and prepare the schema of ``graph``."""
+        """Connect to the database and prepare the schema of ``graph``.
+
+        :raises host.startup.StartupError: a known failure to reach the database.
+        """
+        check_database_url(settings)
         schema = build_schema(graph)
         storage = Storage(settings)
-        await storage.connect()
+        try:
+            await reachable(storage.connect(), settings)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await storage.disconnect()
+            raise
         try:
             await storage.prepare(schema, evolve=startup_evolution(graph, schema, storage.dialect))
             cursors = CursorCodec(await shared_secret(storage, "cursor"))
         except BaseException:
             await storage.disconnect()
             raise
+        idempotency = IdempotencyStore(storage, schema, settings.idempotency_retention_s)
+        interval = min(settings.idempotency_retention_s, 3600)
+        plugins = ", ".join(f"{p.name} {p.version}" if p.version else p.name for p in graph.plugins)
+        logger.info(
+            "started: tessera %s, graph %s, database %s (%s), plugins: %s",
+            __version__,
+            graph.hash,
+            storage.dialect,
+            mask_url(settings.database_url),
+            plugins or "none",
+            extra={
+                "event": "started",
+                "version": __version__,
+                "graph_hash": graph.hash,
+                "dialect": storage.dialect,
+                "plugins": {p.name: p.version for p in graph.plugins},
+            },
+        )
         return cls(
             settings=settings,
             graph=graph,
@@ -47,8 +84,19 @@ class Service:
             runtime=ActionRuntime(graph, storage, schema),
             reader=ProjectionReader(graph, storage, schema),
             lists=ListReader(graph, storage, schema, cursors),
+            idempotency=idempotency,
+            purger=asyncio.ensure_future(idempotency.purge_forever(interval)),
         )
 
     async def stop(self) -> None:
-        """Finish units of work in flight and close the database."""
+        """Stop the key purge, finish units of work in flight and close the database."""
+        self.purger.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.purger
         await self.storage.disconnect()
+        logger.info(
+            "stopped: tessera %s, graph %s",
+            __version__,
+            self.graph.hash,
+            extra={"event": "stopped", "version": __version__, "graph_hash": self.graph.hash},
+        )

@@ -17,11 +17,33 @@ if command -v pyenv >/dev/null 2>&1; then
   export PATH
 fi
 
-# The PostgreSQL environment needs the local server.
+# What the environments need, said in one line each instead of failing later.
+missing=()
+for v in 3.10 3.11 3.12 3.13; do
+  command -v "python$v" >/dev/null 2>&1 || missing+=("python$v")
+done
+if ((${#missing[@]})); then
+  echo "scripts/test.sh: missing interpreter(s) ${missing[*]} (their tox environments fail); install them (e.g. pyenv install 3.10) or pick environments with -e" >&2
+fi
+
+# The PostgreSQL environments need the local server (127.0.0.1:5432, user postgres, trust
+# authentication) and its `test` database.
+PG_URL=${TESSERA_TEST_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
-  if command -v pg_ctlcluster >/dev/null 2>&1; then
+  if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
     pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main start || true
     for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+  fi
+fi
+if ! command -v psql >/dev/null 2>&1; then
+  echo "scripts/test.sh: psql/pg_isready not found: install PostgreSQL (client and server) for the pg and reliability-pg environments" >&2
+elif ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  echo "scripts/test.sh: no PostgreSQL server on 127.0.0.1:5432: start one (user postgres, trust auth on loopback) for the pg and reliability-pg environments" >&2
+else
+  db=${PG_URL##*/}
+  if ! psql "${PG_URL%/*}/postgres" -Atqc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1; then
+    psql "${PG_URL%/*}/postgres" -qc "CREATE DATABASE \"$db\"" \
+      || echo "scripts/test.sh: could not create the PostgreSQL database '$db' (needs a role with CREATEDB; see README 'Running the tests')" >&2
   fi
 fi
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from quart import Quart, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
@@ -19,10 +19,13 @@ from host.http.media import UnsupportedMediaType, require_json
 from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
+from host.metrics import Metrics
 from host.query.document import detail_document
 from host.query.params import SCHEMA_1_1, negotiate, parse_list_query
-from host.runtime import resolve_actor, resolve_tenant
+from host.runtime import idempotency, resolve_actor, resolve_tenant
 from host.service import Service
+from host.startup import StartupError
+from host.storage.plan import SchemaEvolutionError
 from host.values import now_db, render_datetime
 from plugin_api.errors import InternalError, ProjectionNotFound, TesseraError
 
@@ -46,14 +49,20 @@ def create_app(
     graph: Graph | None = None,
     extra_plugins: Sequence[tuple[str, object]] = (),
     entry_points: bool = True,
+    on_startup_failure: Callable[[str], None] | None = None,
 ) -> Quart:
     """Build the app. The graph is compiled here, so a broken plugin set fails at once
-    (with every compiler error); the database is opened when serving starts."""
+    (with every compiler error); the database is opened when serving starts.
+
+    ``on_startup_failure``: called with one line when serving cannot start for a known
+    reason (the database cannot be reached or needs a migration); a Hypercorn worker ends
+    the process there (:func:`host.startup.abort_worker`)."""
     settings = settings or Settings.from_env()
     if graph is None:
         graph = build_graph(settings, extra=extra_plugins, entry_points=entry_points)
     compiled_graph = graph
 
+    metrics = Metrics(settings.api_prefix, graph.actions) if settings.metrics else None
     app = Quart("tessera")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
@@ -69,13 +78,24 @@ def create_app(
 
     @app.before_serving
     async def start_service() -> None:
-        state["service"] = await Service.start(settings, compiled_graph)
+        try:
+            state["service"] = await Service.start(settings, compiled_graph)
+            if metrics is not None:
+                state["service"].storage.on_transaction = metrics.transactions.observe
+        except (StartupError, SchemaEvolutionError) as exc:
+            if on_startup_failure is None:
+                raise
+            line = str(exc) if isinstance(exc, StartupError) else exc.report()
+            on_startup_failure(line)
+            raise
 
     @app.after_serving
     async def stop_service() -> None:
         running = state.pop("service", None)
         if running is not None:
             await running.stop()
+        if metrics is not None:
+            metrics.worker_exited()
 
     @app.before_request
     async def limit_body() -> None:
@@ -94,6 +114,24 @@ def create_app(
     @app.get(f"{prefix}/openapi.json")
     async def openapi() -> Response:
         return Response(openapi_document, content_type=JSON)
+
+    @app.get(f"{prefix}/_ready")
+    async def ready() -> Response:
+        # Readiness (not in the v0.1 spec; health stays liveness only): the database must
+        # answer within TESSERA_READY_TIMEOUT_S, else 503 in the error envelope.
+        running = service()
+        problem = await running.storage.probe(settings.ready_timeout_s)
+        if problem is not None:
+            logger.warning("not ready: %s", problem)
+            return json_response(error_body("ServiceUnavailable", f"Not ready: {problem}"), 503)
+        return json_response(
+            {
+                "ok": True,
+                "service": settings.service_name,
+                "graphHash": compiled_graph.hash,
+                "database": running.storage.dialect,
+            }
+        )
 
     @app.get(f"{prefix}/projections/<fqn>")
     async def projection(fqn: str) -> Response:
@@ -130,6 +168,18 @@ def create_app(
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:
+        if metrics is None:
+            return await run_action(fqn)
+        label = metrics.action_label(fqn)
+        try:
+            response = await run_action(fqn)
+        except Exception as error:
+            metrics.outcomes.labels(label, getattr(error, "kind", "InternalError")).inc()
+            raise
+        metrics.outcomes.labels(label, "ok").inc()
+        return response
+
+    async def run_action(fqn: str) -> Response:
         # The body is read before anything can refuse the request: an answer sent while
         # the body is still arriving makes Hypercorn drop the keep-alive connection after
         # it, and the client's next request on that connection fails.
@@ -144,12 +194,24 @@ def create_app(
         )
         if settings.require_json_content_type:
             require_json(headers.getlist("Content-Type"))
+        key = idempotency.parse_key(headers.getlist(idempotency.HEADER))
         body = jsonio.loads_object(raw)
-        runtime = service().runtime
+        running = service()
+        runtime = running.runtime
         action = runtime.permitted(fqn, actor)
         subject_id = parse_subject_id(action, actor, body)
-        outputs = await runtime.run(action, actor, subject_id, parse_inputs(body))
-        return json_response({"ok": True, "outputs": outputs})
+        inputs = parse_inputs(body)
+        if key is None:
+            outputs = await runtime.run(action, actor, subject_id, inputs)
+            return json_response({"ok": True, "outputs": outputs})
+        print_ = idempotency.fingerprint(fqn, body)
+        answer, replayed = await idempotency.run_once(
+            running.idempotency, runtime, action, actor, subject_id, inputs, key, print_
+        )
+        response = Response(answer, status=200, content_type=JSON)
+        if replayed:
+            response.headers["Idempotent-Replayed"] = "true"
+        return response
 
     @app.errorhandler(TesseraError)
     async def taxonomy_error(error: TesseraError) -> Response:
@@ -191,8 +253,16 @@ def create_app(
         return error_response(InternalError(f"Internal error (request id {request_id})"))
 
     middleware = CorsMiddleware(app.asgi_app, access_log=settings.access_log)  # type: ignore[arg-type]
-    app.asgi_app = middleware  # type: ignore[assignment,method-assign]
+    if metrics is None:
+        app.asgi_app = middleware  # type: ignore[assignment,method-assign]
+    else:
+        app.asgi_app = metrics.middleware(middleware, lambda: in_use(state))  # type: ignore[assignment,method-assign]
     return app
+
+
+def in_use(state: dict[str, Service]) -> int:
+    running = state.get("service")
+    return 0 if running is None else running.storage.connections_in_use()
 
 
 def _framework_message(status: int, error: HTTPException) -> str:

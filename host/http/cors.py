@@ -6,6 +6,7 @@ sends, errors included.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -39,6 +40,13 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 """Tenant data is private to its identity (no caching, no sniffing, never framed)."""
 _FIXED_HEADERS = CORS_HEADERS + SECURITY_HEADERS
 _FIXED_NAMES = frozenset(name for name, _ in _FIXED_HEADERS)
+ALLOW_HEADERS_WITH_KEY = b"Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles, Idempotency-Key"
+"""``Access-Control-Allow-Headers`` for a request that sends or asks to send an
+``Idempotency-Key``. Every other request gets the spec's exact value: a v0.1 client that
+sends nothing new sees the same bytes."""
+
+MAX_REQUEST_ID = 128
+_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:\-]{1,%d}" % MAX_REQUEST_ID)
 
 access_logger = logging.getLogger("tessera.access")
 logger = logging.getLogger("tessera.http")
@@ -50,6 +58,28 @@ def _has_body(scope: Scope) -> bool:
         if key == b"transfer-encoding" or (key == b"content-length" and value.strip() != b"0"):
             return True
     return False
+
+
+def _cors_headers(scope: Scope) -> tuple[tuple[bytes, bytes], ...]:
+    """The spec's CORS headers; ``Idempotency-Key`` joins the allowed headers when the
+    request carries one, or its preflight names it in ``Access-Control-Request-Headers``."""
+    for key, value in scope.get("headers", ()):
+        if key == b"idempotency-key" or (
+            key == b"access-control-request-headers" and b"idempotency-key" in value.lower()
+        ):
+            allow = (b"access-control-allow-headers", ALLOW_HEADERS_WITH_KEY)
+            return tuple(allow if name == allow[0] else (name, v) for name, v in CORS_HEADERS)
+    return CORS_HEADERS
+
+
+def inbound_request_id(scope: Scope) -> str | None:
+    """An ``X-Request-Id`` sent by the gateway, when it is 1 to 128 characters of letters,
+    digits and ``._:-`` (anything else is ignored and a new id is made)."""
+    for key, value in scope.get("headers", ()):
+        if key == b"x-request-id":
+            raw = bytes(value).strip()
+            return raw.decode("ascii") if _REQUEST_ID.fullmatch(raw) else None
+    return None
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -71,7 +101,7 @@ class CorsMiddleware:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        request_id = str(ULID())
+        request_id = inbound_request_id(scope) or str(ULID())
         request_id_var.set(request_id)
         started = time.perf_counter()
         status = 0
@@ -79,12 +109,15 @@ class CorsMiddleware:
         response_complete = False
         client_gone = False
         sent_bytes = 0
+        received_bytes = 0
         id_header = (b"x-request-id", request_id.encode())
+        cors_headers = _cors_headers(scope)
         body_read = not _has_body(scope)
 
         async def receive_tracking() -> Message:
-            nonlocal body_read, client_gone
+            nonlocal body_read, client_gone, received_bytes
             message = await receive()
+            received_bytes += len(message.get("body", b""))
             if message["type"] == "http.disconnect":
                 client_gone = True
             if message["type"] != "http.request" or not message.get("more_body", False):
@@ -99,7 +132,7 @@ class CorsMiddleware:
                 headers = [
                     (k, v) for k, v in message.get("headers", ()) if k.lower() not in _FIXED_NAMES
                 ]
-                message["headers"] = [*headers, *_FIXED_HEADERS, id_header]
+                message["headers"] = [*headers, *cors_headers, *SECURITY_HEADERS, id_header]
                 if not body_read:
                     # Answered before the body was read (404, 405, 413, ...): the server
                     # cannot reuse the connection, so say so rather than drop it silently.
@@ -155,14 +188,23 @@ class CorsMiddleware:
                 )
         finally:
             if self._access_log:
-                outcome = "" if response_complete or not response_started else " incomplete"
+                incomplete = response_started and not response_complete
+                fields = {
+                    "request_id": request_id,
+                    "method": scope.get("method"),
+                    "path": scope.get("path"),
+                    "status": status,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                    "tenant": _header(scope, b"x-tenant-id"),
+                    "actor": _header(scope, b"x-actor-id"),
+                    "request_bytes": received_bytes,
+                    "response_bytes": sent_bytes,
+                    "incomplete": incomplete,
+                }
                 access_logger.info(
-                    "%s %s tenant=%s actor=%s status=%d%s %.1fms",
-                    scope.get("method"),
-                    scope.get("path"),
-                    _header(scope, b"x-tenant-id"),
-                    _header(scope, b"x-actor-id"),
-                    status,
-                    outcome,
-                    (time.perf_counter() - started) * 1000,
+                    "%(method)s %(path)s tenant=%(tenant)s actor=%(actor)s status=%(status)d"
+                    "%(outcome)s in=%(request_bytes)d out=%(response_bytes)d "
+                    "id=%(request_id)s %(duration_ms).1fms",
+                    {**fields, "outcome": " incomplete" if incomplete else ""},
+                    extra=fields,
                 )

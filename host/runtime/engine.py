@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ulid import ULID
@@ -62,6 +62,10 @@ from plugin_api.errors import (
 logger = logging.getLogger("tessera.runtime")
 
 Outputs = dict[str, Any]
+Record = Callable[[Outputs], Statement]
+"""A statement the caller adds after the audit record, built from the outputs (the
+idempotency key's record: :mod:`host.runtime.idempotency`)."""
+RECORD_INDEX = 2
 
 
 class _Attempt:
@@ -175,11 +179,15 @@ class ActionRuntime:
         actor: Actor,
         subject_id: str | None,
         inputs: Mapping[str, Any],
+        *,
+        record: Record | None = None,
     ) -> Outputs:
         """Run a permitted ``action`` for ``actor`` on the row ``subject_id`` (``None`` for a
         create) with ``inputs``; return its outputs.
 
         Raises an error of the taxonomy for every refusal; the database is unchanged then.
+        ``record``: one more statement in the same transaction, after the audit record; if
+        it fails, :class:`~host.storage.StatementFailed` is raised as it is.
         """
         if action.kind == "create":
             if subject_id is not None:
@@ -190,7 +198,14 @@ class ActionRuntime:
         attempt = _Attempt(subject_id)
 
         async def unit_of_work(tx: Tx) -> Closing[Outputs]:
-            return await self._run(tx, action, actor, subject_id, attempt, inputs, values)
+            closing = await self._run(tx, action, actor, subject_id, attempt, inputs, values)
+            if record is None or len(closing.statements) != RECORD_INDEX:
+                return closing
+            return Closing(
+                closing.result,
+                (*closing.statements, record(closing.result)),
+                guarded=closing.guarded,
+            )
 
         try:
             return await self._storage.unit_of_work(unit_of_work)
@@ -201,6 +216,8 @@ class ActionRuntime:
         except StatementFailed as failed:
             if failed.index == 0 or failed.error is attempt.unrenderable:
                 raise failed.error from None
+            if failed.index == RECORD_INDEX:
+                raise
             raise _audit_failed(action, attempt.record_id, failed.error) from failed.error
 
     async def _run(

@@ -24,11 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from databases import Database
+from databases import Database, DatabaseURL
 from databases.core import Connection
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
@@ -92,6 +95,8 @@ class Storage:
         self._readers: asyncio.Queue[Connection] = asyncio.Queue()
         self._reader_list: list[Connection] = []
         self._inflight: set[asyncio.Task[Any]] = set()
+        self.on_transaction: Callable[[float], None] | None = None
+        """Called with the seconds each unit of work took (metrics), when set."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -188,6 +193,14 @@ class Storage:
             task.exception()  # retrieved: an abandoned task must not log "never retrieved"
 
     async def _run(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
+        started = time.perf_counter()
+        try:
+            return await self._run_timed(work)
+        finally:
+            if self.on_transaction is not None:
+                self.on_transaction(time.perf_counter() - started)
+
+    async def _run_timed(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
         try:
             if self.dialect == "sqlite":
                 return await self._run_sqlite(work)
@@ -304,6 +317,36 @@ class Storage:
                 return await Tx(conn, sqlite=True).rows(sql, args)
         async with self._pooled() as pooled:
             return await Tx(pooled, sqlite=False).rows(sql, args)
+
+    # -- readiness ------------------------------------------------------------------------
+
+    def connections_in_use(self) -> int:
+        """Connections of this process busy right now (SQLite: writer and readers;
+        PostgreSQL: the pool's)."""
+        if self.dialect == "sqlite":
+            return int(self._write_lock.locked()) + len(self._reader_list) - self._readers.qsize()
+        pool = getattr(getattr(self._db, "_backend", None), "_pool", None)
+        if pool is None:
+            return 0
+        return int(pool.get_size() - pool.get_idle_size())
+
+    async def probe(self, timeout: float) -> str | None:
+        """Whether the database answers a query within ``timeout`` seconds: ``None`` when it
+        does, else why not (one line). SQLite: the file must also still be in place, since an
+        open connection keeps reading a file that was moved or deleted."""
+        if self.dialect == "sqlite":
+            path = Path(DatabaseURL(self.url).database)
+            if not path.is_file():
+                return f"the SQLite file {path} is missing"
+            if not os.access(path, os.R_OK | os.W_OK):
+                return f"the SQLite file {path} is not readable and writable"
+        try:
+            await asyncio.wait_for(self.rows("SELECT 1"), timeout)
+        except asyncio.TimeoutError:
+            return f"the database did not answer within {timeout:g}s"
+        except Exception as exc:
+            return f"the database cannot be reached: {type(exc).__name__}: {exc}"
+        return None
 
     # -- dialect-specific statements ------------------------------------------------------
 

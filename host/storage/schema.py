@@ -15,6 +15,7 @@ from host.values import ULID_LENGTH, column_type
 
 AUDIT_TABLE = "tessera_audit"
 SEQUENCE_TABLE = "tessera_sequences"
+IDEMPOTENCY_TABLE = "tessera_idempotency"
 
 
 def _entity_table(metadata: sa.MetaData, entity: CompiledEntity) -> sa.Table:
@@ -68,6 +69,22 @@ def _sequence_table(metadata: sa.MetaData) -> sa.Table:
     )
 
 
+def _idempotency_table(metadata: sa.MetaData) -> sa.Table:
+    # One row per (tenant, actor, key): the first successful answer to that key, written in
+    # the action's own transaction (host/runtime/idempotency.py).
+    return sa.Table(
+        IDEMPOTENCY_TABLE,
+        metadata,
+        sa.Column("tenant_id", sa.Text, primary_key=True),
+        sa.Column("actor_id", sa.Text, primary_key=True),
+        sa.Column("key", sa.Text, primary_key=True),
+        sa.Column("fingerprint", sa.String(64), nullable=False),
+        sa.Column("response", sa.Text, nullable=False),
+        sa.Column("created_at", sa.String(DATETIME_LENGTH), nullable=False),
+        sa.Index("ix_tessera_idempotency_created", "created_at"),
+    )
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Schema:
     """Every table the host uses for one graph."""
@@ -77,6 +94,7 @@ class Schema:
     """Entity tables by entity FQN."""
     audit: sa.Table
     sequences: sa.Table
+    idempotency: sa.Table
 
     @property
     def audit_columns(self) -> tuple[str, ...]:
@@ -85,7 +103,8 @@ class Schema:
 
 
 def build_schema(graph: Graph) -> Schema:
-    """Derive the tables of ``graph``: one per entity, plus the audit and sequence tables."""
+    """Derive the tables of ``graph``: one per entity, plus the audit, sequence and
+    idempotency tables."""
     metadata = sa.MetaData()
     entities = {fqn: _entity_table(metadata, entity) for fqn, entity in graph.entities.items()}
     return Schema(
@@ -93,4 +112,5 @@ def build_schema(graph: Graph) -> Schema:
         entities=MappingProxyType(entities),
         audit=_audit_table(metadata),
         sequences=_sequence_table(metadata),
+        idempotency=_idempotency_table(metadata),
     )

@@ -96,6 +96,7 @@ def test_serve_execs_hypercorn(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append((file, args))
 
     monkeypatch.setattr(os, "execvp", execvp)
+    monkeypatch.setattr(cli, "check_bind", lambda bind: None)  # the ports may be taken here
     cli.main(["serve"])
     cli.main(["serve", "--bind", "0.0.0.0:9000", "--workers", "4", "--", "--access-logfile", "-"])
     python = sys.executable
@@ -125,3 +126,41 @@ def test_python_dash_m_host(tmp_path: Path) -> None:
     )
     assert result.returncode == 0
     assert result.stdout.startswith("tessera ")
+
+
+@pytest.mark.parametrize("command", ["plugins", "graph", "check", "config", "serve", "migrate"])
+def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main([command, "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: tessera {command}")
+    assert len(out.splitlines()[2]) > 20  # a description line, not just the usage
+
+
+def test_the_version_is_declared_once() -> None:
+    from importlib.metadata import version
+
+    import host
+
+    assert version("tessera-host") == host.__version__
+
+
+@pytest.mark.slow
+def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
+    """``tessera graph | head``: the reader is gone before the output is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        writer = subprocess.run(
+            [sys.executable, "-m", "host", "graph"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert writer.stderr == b"", writer.stderr.decode()
+    assert writer.returncode == 141

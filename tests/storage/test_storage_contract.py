@@ -247,7 +247,9 @@ async def test_sequences_count_per_tenant_and_roll_back_with_the_work(storage: S
         sa.Column("name", sa.Text, primary_key=True),
         sa.Column("value", sa.BigInteger, nullable=False),
     )
-    schema = Schema(metadata=metadata, entities={}, audit=sequences, sequences=sequences)
+    schema = Schema(
+        metadata=metadata, entities={}, audit=sequences, sequences=sequences, idempotency=sequences
+    )
     await storage.prepare(schema)
 
     async def next_value(tx: Tx, tenant: str) -> int:

@@ -1,0 +1,143 @@
+"""Prometheus metrics (``TESSERA_METRICS=1``, the ``metrics`` extra: ``prometheus-client``).
+
+Hypercorn runs several worker processes; ``prometheus-client``'s multiprocess mode makes
+every worker write its samples to files in one directory, and ``GET /metrics`` (answered by
+any worker) adds up the files of all of them. The directory is ``PROMETHEUS_MULTIPROC_DIR``
+when set, else ``<tmp>/tessera-metrics-<pid of the Hypercorn master>``, shared by the
+workers of one server. Labels only take bounded values: route names, action FQNs of the
+graph (``unknown`` for others), statuses and error kinds.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Container, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from host.startup import StartupError
+
+__all__ = ["Metrics", "metrics_dir"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
+]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+def metrics_dir() -> Path:
+    """The directory the workers of this server share (created if missing)."""
+    configured = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    path = Path(configured or Path(tempfile.gettempdir()) / f"tessera-metrics-{os.getppid()}")
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)
+    return path
+
+
+class Metrics:
+    """The metrics of one worker process."""
+
+    def __init__(self, prefix: str, actions: Container[str]) -> None:
+        self.directory = metrics_dir()  # before prometheus_client is imported
+        try:
+            import prometheus_client as prom
+            from prometheus_client import multiprocess
+        except ImportError:
+            raise StartupError(
+                "TESSERA_METRICS=1: prometheus-client is not installed; install it with: "
+                "pip install 'tessera-host[metrics]'"
+            ) from None
+        self._prom = prom
+        self._multiprocess = multiprocess
+        self._prefix = prefix
+        self._actions = actions
+        self.requests = prom.Counter(
+            "tessera_http_requests_total",
+            "HTTP requests by route, action and status.",
+            ("route", "action", "status"),
+        )
+        self.latency = prom.Histogram(
+            "tessera_http_request_duration_seconds",
+            "Time to answer a request, by route.",
+            ("route",),
+            buckets=LATENCY_BUCKETS,
+        )
+        self.outcomes = prom.Counter(
+            "tessera_action_outcomes_total",
+            "Action outcomes: ok, or the error kind.",
+            ("action", "outcome"),
+        )
+        self.transactions = prom.Histogram(
+            "tessera_db_transaction_seconds",
+            "Time of a unit of work (one transaction), commit included.",
+            buckets=LATENCY_BUCKETS,
+        )
+        self.pool_in_use = prom.Gauge(
+            "tessera_db_connections_in_use",
+            "Database connections in use, summed over live workers.",
+            multiprocess_mode="livesum",
+        )
+
+    def action_label(self, fqn: str) -> str:
+        return fqn if fqn in self._actions else "unknown"
+
+    def route(self, path: str) -> tuple[str, str]:
+        """(route name, action label) of a request path."""
+        rest = path[len(self._prefix) :] if path.startswith(self._prefix) else ""
+        if path == "/metrics":
+            return "metrics", ""
+        if rest in {"/_health", "/_ready"}:
+            return rest[1:], ""
+        if rest.startswith("/projections/"):
+            return "projections", ""
+        if rest.startswith("/actions/"):
+            return "actions", self.action_label(rest[len("/actions/") :])
+        return "other", ""
+
+    def exposition(self) -> bytes:
+        registry = self._prom.CollectorRegistry()
+        self._multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        data: bytes = self._prom.generate_latest(registry)
+        return data
+
+    def worker_exited(self) -> None:
+        """Drop this worker's live gauges (its counters still count)."""
+        self._multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+
+    def middleware(self, app: ASGIApp, in_use: Callable[[], int]) -> ASGIApp:
+        """``app`` counting its requests, and answering ``GET /metrics`` itself."""
+
+        async def metered(scope: Scope, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            if scope["path"] == "/metrics" and scope["method"] == "GET":
+                body = self.exposition()
+                headers = [(b"content-type", CONTENT_TYPE.encode())]
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+            started = time.perf_counter()
+            status = 0
+
+            async def send_status(message: Message) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                await send(message)
+
+            try:
+                await app(scope, receive, send_status)
+            finally:
+                route, action = self.route(scope["path"])
+                self.requests.labels(route, action, str(status)).inc()
+                self.latency.labels(route).observe(time.perf_counter() - started)
+                self.pool_in_use.set(in_use())
+
+        return metered

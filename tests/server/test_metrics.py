@@ -1,0 +1,68 @@
+"""Prometheus metrics (``TESSERA_METRICS=1``) of two Hypercorn workers add up."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .conftest import run_server
+
+pytestmark = pytest.mark.slow
+
+IDENTITY = {"X-Tenant-ID": "m", "X-Actor-Id": "bob", "X-Actor-Roles": "requester"}
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples of ``name`` whose labels include ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.fullmatch(rf"{name}(?:\{{(.*)\}})? (\S+)", line)
+        if match is None:
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1) or ""))
+        if all(found.get(k) == v for k, v in labels.items()):
+            total += float(match.group(2))
+    return total
+
+
+def test_metrics_of_two_workers_add_up(tmp_path: Path, reset_database: str) -> None:
+    directory = tmp_path / "prom"
+    env = {"TESSERA_METRICS": "1", "PROMETHEUS_MULTIPROC_DIR": str(directory)}
+    with run_server(tmp_path, workers=2, env=env, database=reset_database) as server:
+        pids: set[str] = set()
+        health = 40
+        for _ in range(health):  # a new connection each time: both workers answer
+            assert httpx.get(f"{server.base_url}/api/_health", timeout=10).status_code == 200
+        with server.client() as http:
+            url = "/api/actions/helpdesk.ticket.create"
+            for n in range(3):
+                ok = http.post(url, json={"inputs": {"title": f"t{n}"}}, headers=IDENTITY)
+                assert ok.status_code == 200
+            refused = http.post(url, json={"inputs": {}}, headers=IDENTITY)
+            assert refused.status_code == 400
+            unknown = http.post("/api/actions/no.such.thing", json={}, headers=IDENTITY)
+            assert unknown.status_code == 404
+        pids = {p.stem.rsplit("_", 1)[1] for p in directory.glob("counter_*.db")}
+        scraped = httpx.get(f"{server.base_url}/metrics", timeout=10)
+    assert scraped.status_code == 200
+    assert scraped.headers["content-type"].startswith("text/plain")
+    text = scraped.text
+    assert len(pids) == 2, pids  # both workers counted requests
+    # The readiness probes of run_server count too: at least the 40 sent here.
+    assert sample(text, "tessera_http_requests_total", route="_health", status="200") >= health
+    create = "helpdesk.ticket.create"
+    assert sample(text, "tessera_http_requests_total", action=create, status="200") == 3
+    assert sample(text, "tessera_action_outcomes_total", action=create, outcome="ok") == 3
+    assert sample(text, "tessera_action_outcomes_total", action=create, outcome="BadRequest") == 1
+    assert sample(text, "tessera_action_outcomes_total", action="unknown") == 1
+    assert sample(text, "tessera_db_transaction_seconds_count") >= 3
+    assert sample(text, "tessera_http_request_duration_seconds_count", route="actions") == 5
+    assert "tessera_db_connections_in_use" in text
+
+
+def test_metrics_are_off_by_default(tmp_path: Path, reset_database: str) -> None:
+    with run_server(tmp_path, database=reset_database) as server:
+        assert httpx.get(f"{server.base_url}/metrics", timeout=10).status_code == 404
