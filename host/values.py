@@ -13,6 +13,7 @@ Database forms, chosen so both SQLite and PostgreSQL store them exactly:
 * ``boolean``: boolean;
 * ``datetime``: canonical UTC text ``YYYY-MM-DDTHH:MM:SS.ffffffZ``, fixed width (27), so text
   order is time order on every backend;
+* ``reference``: the referenced row's id as text;
 * ``money``: the exact decimal amount as plain text (no exponent, scale kept, at most 64
   characters); the currency is fixed per field and not stored.
 """
@@ -369,6 +370,13 @@ def _write_money(field: Field, value: object) -> object:
     return _money_amount(field, value["amount"])
 
 
+def _write_reference(field: Field, value: object) -> object:
+    # The row's existence in the tenant is checked by the runtime (it needs the database).
+    if not isinstance(value, str) or not value:
+        raise _bad(field, f"the id of a {field.target} row (a string)", value)
+    return _write_string(field, value)
+
+
 def _write_boolean(field: Field, value: object) -> object:
     if value is True or value is False:
         return value
@@ -383,6 +391,7 @@ _WRITERS: Final[Mapping[FieldType, Callable[[Field, object], object]]] = Mapping
         FieldType.ENUM: _write_enum,
         FieldType.MONEY: _write_money,
         FieldType.BOOLEAN: _write_boolean,
+        FieldType.REFERENCE: _write_reference,
     }
 )
 """Writers by field type (a definition's type is always a member: see ``Field``)."""
@@ -484,6 +493,7 @@ _RENDERERS: Final = _by_name(
         FieldType.ENUM.value: _render_text,
         FieldType.MONEY.value: _render_money,
         FieldType.BOOLEAN.value: _render_boolean,
+        FieldType.REFERENCE.value: _render_text,
         "identity": _render_text,
         "version": _render_text,
         "system_string": _render_text,
@@ -519,7 +529,7 @@ def column_type(field: Field) -> sa.types.TypeEngine[Any]:
     """
     key = field.type.value
     column: sa.types.TypeEngine[Any]
-    if key in ("string", "enum", "money"):
+    if key in ("string", "enum", "money", "reference"):
         column = sa.Text()
     elif key == "integer":
         column = sa.BigInteger()

@@ -8,6 +8,7 @@ group. See ``docs/writing-plugins.md``.
 
 from plugin_api._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
 from plugin_api.context import ActionContext, EffectHandler, PolicyHandler, QueryHandle
+from plugin_api.data import OPERATORS, Condition, DataAccess, Operator, Row
 from plugin_api.definitions import (
     NO_DEFAULT,
     SYSTEM_FIELDS,
@@ -53,6 +54,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "MAX_PAGE_SIZE",
     "NO_DEFAULT",
+    "OPERATORS",
     "PLUGIN_API_VERSION",
     "PROJECT_NAME",
     "ROLE_NAME_PATTERN",
@@ -63,7 +65,9 @@ __all__ = [
     "AuditEmissionFailed",
     "BadRequest",
     "ConcurrencyConflict",
+    "Condition",
     "CreateAction",
+    "DataAccess",
     "EffectFailed",
     "EffectHandler",
     "Entity",
@@ -75,12 +79,14 @@ __all__ = [
     "JSONValue",
     "ListOptions",
     "NotFound",
+    "Operator",
     "PolicyDenied",
     "PolicyHandler",
     "PolicySubjectRequired",
     "Projection",
     "ProjectionNotFound",
     "QueryHandle",
+    "Row",
     "Stamp",
     "StampSource",
     "TenantBoundaryViolation",

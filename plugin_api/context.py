@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias
 
+from plugin_api.data import DataAccess
 from plugin_api.definitions import Action, Entity
 
 
@@ -83,8 +84,20 @@ class ActionContext(Protocol):
         ...
 
     @property
+    def data(self) -> DataAccess:
+        """Read (policies and effects) and write (effects) rows of any entity, in this
+        tenant and this transaction, in the HTTP shapes (see :mod:`plugin_api.data`).
+        Prefer it to :attr:`db`."""
+        ...
+
+    @property
     def db(self) -> QueryHandle:
-        """Run queries inside the action's transaction."""
+        """Run SQL inside the action's transaction, for what :attr:`data` cannot say.
+
+        Raw SQL sees the physical tables (``helpdesk.ticket`` is ``helpdesk__ticket``), every
+        tenant's rows (filter by ``tenant_id`` yourself), and its writes skip what the
+        runtime guarantees: no new ``_version`` or ``updated_at``, no audit record, no
+        validation."""
         ...
 
     def set(self, field: str, value: Any) -> None:
@@ -111,6 +124,7 @@ PolicyHandler: TypeAlias = Callable[[ActionContext], bool | Awaitable[bool]]
 403 ``PolicyDenied``; raising an error of the taxonomy answers with that error."""
 
 EffectHandler: TypeAlias = Callable[[ActionContext], Awaitable[None] | None]
-"""A custom effect: changes the row through :meth:`ActionContext.set` or the database through
-:attr:`ActionContext.db`. Raising an error of the taxonomy answers with that error; anything
-else is a 500 ``EffectFailed``. Either way the whole action is rolled back."""
+"""A custom effect: changes the row through :meth:`ActionContext.set`, other rows through
+:attr:`ActionContext.data` (or, as a last resort, SQL through :attr:`ActionContext.db`).
+Raising an error of the taxonomy answers with that error; anything else is a 500
+``EffectFailed``. Either way the whole action is rolled back."""

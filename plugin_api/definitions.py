@@ -61,7 +61,11 @@ def _as_member(definition: object, name: str, kind: type[enum.Enum]) -> None:
 
 
 class FieldType(str, enum.Enum):
-    """The six writable field types of the interface (spec 2.6)."""
+    """The writable field types: the six of the interface (spec 2.6) and ``reference``.
+
+    A ``reference`` field holds the id of a row of another entity (its ``target``), in the
+    same tenant: read and written as that id (a string), checked to exist on every write.
+    """
 
     STRING = "string"
     INTEGER = "integer"
@@ -69,6 +73,7 @@ class FieldType(str, enum.Enum):
     ENUM = "enum"
     MONEY = "money"
     BOOLEAN = "boolean"
+    REFERENCE = "reference"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -85,6 +90,9 @@ class Field:
     :param max_length: advisory maximum length of a ``string`` (not enforced by storage).
     :param options: the closed, ordered set of values of an ``enum``.
     :param currency: the ISO 4217 currency code of a ``money`` field.
+    :param target: the FQN of the entity a ``reference`` field points at (any plugin's).
+        Rows are never deleted by the v0.1 actions, so a referenced row cannot disappear;
+        a future delete must refuse to remove a row that is still referenced.
     """
 
     name: str
@@ -95,6 +103,7 @@ class Field:
     max_length: int | None = None
     options: tuple[str, ...] = ()
     currency: str | None = None
+    target: str | None = None
 
     def __post_init__(self) -> None:
         _as_member(self, "type", FieldType)

@@ -49,6 +49,8 @@ JSONObject = dict[str, object]
 
 
 _SCALARS: Final = (str, int, float, bool, type(None))
+_ADDED_LATER: Final = frozenset({"target"})
+"""Attributes added after v0.1, left out while ``None`` (``Field.target``)."""
 
 
 @functools.cache
@@ -67,6 +69,8 @@ def _encode(value: object) -> object:
         encoded = {}
         for name in _attribute_names(type(value)):
             attribute = getattr(value, name)
+            if attribute is None and name in _ADDED_LATER:
+                continue  # absent as before it existed: the hash of older graphs holds
             if type(attribute) in _SCALARS:
                 encoded[name] = attribute
             elif attribute is not NO_DEFAULT:

@@ -139,6 +139,14 @@ def _check_type_options(field: Field, say: Say) -> bool:
             ok = False
     elif currency is not None:
         say("currency is only allowed on money fields")
+    target = field.target
+    if field.type is FieldType.REFERENCE:
+        problem = dotted_problem(target, min_parts=2)
+        if problem is not None:
+            say(f"a reference field needs the FQN of its target entity: target {problem}")
+            ok = False
+    elif target is not None:
+        say("target is only allowed on reference fields")
     return ok
 
 

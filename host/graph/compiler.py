@@ -40,6 +40,7 @@ from plugin_api.definitions import (
     CreateAction,
     Entity,
     Field,
+    FieldType,
     Projection,
     Stamp,
     Transition,
@@ -155,6 +156,20 @@ def _compile_entity(entity: Entity, plugin: PluginInfo, errors: _Errors) -> Comp
         table_name=name,
         transitions=MappingProxyType(transitions),
     )
+
+
+def _check_references(entities: Mapping[str, CompiledEntity], errors: _Errors) -> None:
+    """Every reference field's target is an entity some installed plugin defines."""
+    for fqn, entity in entities.items():
+        for item in entity.fields.values():
+            target = item.target
+            if (
+                item.type is FieldType.REFERENCE
+                and isinstance(target, str)
+                and (target not in entities)
+            ):
+                say = errors.about(entity.plugin, f"entity {fqn!r} field {item.name!r}")
+                say(f"references entity {target!r}, which no installed plugin defines")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,6 +357,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         fqn: _compile_entity(entity, plugin, errors)
         for fqn, (plugin, entity) in sorted(entity_defs.items())
     }
+    _check_references(entities, errors)
     action_defs = _merge(
         "action",
         _valid(_of(contribs, lambda c: c.actions), _ACTION_TYPES, "an action", errors),

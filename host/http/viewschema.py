@@ -28,13 +28,16 @@ def _type_options(field: Field) -> dict[str, Any] | None:
         return {"options": list(field.options)}
     if field.type is FieldType.MONEY:
         return {"currency": field.currency}
+    if field.type is FieldType.REFERENCE:
+        return {"entity": field.target}
     return None
 
 
 def field_descriptor(field: Field, *, as_input: bool = False) -> dict[str, Any]:
     """A FieldDescriptor; ``required``/``nullable``/``default`` only inside action inputs.
 
-    ``typeOptions`` is present for the types it applies to (string, enum, money)."""
+    ``typeOptions`` is present for the types it applies to (string, enum, money,
+    reference)."""
     descriptor: dict[str, Any] = {
         "name": field.name,
         "type": field.type.value,

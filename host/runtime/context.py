@@ -8,6 +8,7 @@ from typing import Any
 
 from host.graph.model import CompiledAction
 from host.runtime.actor import Actor
+from host.runtime.data import ActionData
 from host.runtime.rows import field_renderer
 from host.storage import Schema, Storage, Tx
 from host.values import coerce_write
@@ -23,13 +24,14 @@ class InvocationContext:
         "_action",
         "_actor",
         "_changes",
+        "_data",
         "_inputs",
         "_outputs",
         "_schema",
         "_storage",
         "_subject",
         "_tx",
-        "writable",
+        "_writable",
     )
 
     def __init__(
@@ -42,6 +44,7 @@ class InvocationContext:
         tx: Tx,
         storage: Storage,
         schema: Schema,
+        data: ActionData,
     ) -> None:
         self._action = action
         self._actor = actor
@@ -50,11 +53,22 @@ class InvocationContext:
         self._tx = tx
         self._storage = storage
         self._schema = schema
+        self._data = data
         self._changes: dict[str, Any] = {}
         """Database values to write, by field name."""
         self._outputs: dict[str, None] = {}
         """Fields reported in the outputs, in the order they were first written."""
-        self.writable = False
+        self._writable = False
+
+    @property
+    def writable(self) -> bool:
+        """True while the custom effect runs: only then may the handler change data."""
+        return self._writable
+
+    @writable.setter
+    def writable(self, value: bool) -> None:
+        self._writable = value
+        self._data.writable = value
 
     # -- what handlers read ---------------------------------------------------------------
 
@@ -92,6 +106,10 @@ class InvocationContext:
         return MappingProxyType(
             {name: field_renderer(entity, name)(value) for name, value in self._changes.items()}
         )
+
+    @property
+    def data(self) -> ActionData:
+        return self._data
 
     @property
     def db(self) -> Tx:

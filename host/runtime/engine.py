@@ -18,13 +18,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ulid import ULID
-
 from host import jsonio
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
+from host.runtime.data import DataRuntime
 from host.runtime.rows import RowRenderer, all_columns
+from host.runtime.stamps import new_ulid, stamp_value
 from host.storage import (
     Closing,
     NothingMatched,
@@ -39,9 +39,6 @@ from host.storage import (
 from host.values import coerce_default, coerce_write, now_db
 from plugin_api.definitions import (
     CreateAction,
-    Field,
-    Stamp,
-    StampSource,
     TransitionAction,
     UpdateAction,
 )
@@ -77,11 +74,6 @@ class _Attempt:
     def __init__(self, subject_id: str | None) -> None:
         self.record_id = subject_id or ""
         self.unrenderable: Exception | None = None
-
-
-def new_ulid() -> str:
-    """A new ULID as its canonical 26-character string."""
-    return str(ULID())
 
 
 # -- inputs (pure, before any database work) ---------------------------------------------------
@@ -148,6 +140,7 @@ class ActionRuntime:
         }
         audit = schema.audit
         self._audit_sql = sql.insert(dialect, audit.name, schema.audit_columns)
+        self._data = DataRuntime(graph, schema, dialect)
 
     def permitted(self, fqn: str, actor: Actor) -> CompiledAction:
         """Action ``fqn``, if ``actor`` holds one of its roles.
@@ -242,6 +235,7 @@ class ActionRuntime:
                 raise NotFound(f"No {entity.fqn} with id '{subject_id}' in this tenant")
             row = dict(zip(render.columns, found[0], strict=True))
             subject = render(found[0])
+        await self._data.check_references(tx, actor.tenant_id, entity, values)
         ctx = InvocationContext(
             action=action,
             actor=actor,
@@ -250,6 +244,7 @@ class ActionRuntime:
             tx=tx,
             storage=self._storage,
             schema=self._schema,
+            data=self._data.bind(tx, action, actor, subject_id),
         )
         await self._check_policies(action, ctx)
         now = now_db()
@@ -262,6 +257,8 @@ class ActionRuntime:
             for name, value in values.items():
                 ctx.write(name, value, output=True)
         await self._run_effect(action, ctx)
+        if action.definition.effect is not None:  # references the effect set
+            await self._data.check_references(tx, actor.tenant_id, entity, ctx.pending)
 
         version = new_ulid()
         if subject_id is None:
@@ -325,7 +322,7 @@ class ActionRuntime:
         if workflow is not None:
             ctx.write(workflow.state_field, workflow.initial, output=True)
         for stamp in definition.stamps:
-            ctx.write(stamp.field, _stamp_value(entity, stamp, actor, now), output=False)
+            ctx.write(stamp.field, stamp_value(entity, stamp, actor, now), output=False)
         missing = [
             field.name
             for field in entity.fields.values()
@@ -358,7 +355,7 @@ class ActionRuntime:
             ctx.write(name, value, output=True)
         ctx.write(workflow.state_field, transition.target, output=True)
         for stamp in transition.stamps:
-            ctx.write(stamp.field, _stamp_value(action.entity, stamp, actor, now), output=True)
+            ctx.write(stamp.field, stamp_value(action.entity, stamp, actor, now), output=True)
 
     async def _run_effect(self, action: CompiledAction, ctx: InvocationContext) -> None:
         name = action.definition.effect
@@ -462,12 +459,3 @@ def _lost_race(entity: CompiledEntity, record_id: str) -> ConcurrencyConflict:
     return ConcurrencyConflict(
         f"{entity.fqn} '{record_id}' was modified concurrently; read it again and retry"
     )
-
-
-def _stamp_value(entity: CompiledEntity, stamp: Stamp, actor: Actor, now: str) -> Any:
-    field: Field = entity.fields[stamp.field]
-    if stamp.source is StampSource.NOW:
-        return now
-    if stamp.source is StampSource.ACTOR:
-        return coerce_write(field, actor.actor_id)
-    return coerce_write(field, stamp.value)

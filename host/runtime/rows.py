@@ -13,7 +13,9 @@ from plugin_api.definitions import FieldType
 
 Renderer = Callable[[Any], Any]
 
-_TEXT_TYPES: Final = frozenset({FieldType.STRING.value, FieldType.ENUM.value})
+_TEXT_TYPES: Final = frozenset(
+    {FieldType.STRING.value, FieldType.ENUM.value, FieldType.REFERENCE.value}
+)
 _AS_STORED: Final = frozenset({str, type(None)})
 """Types a text column's value is rendered as, unchanged."""
 

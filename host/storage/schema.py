@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -12,10 +13,12 @@ from host.graph.model import CompiledEntity, Graph
 from host.systemfields import SYSTEM, TABLE_KEY
 from host.values import DATETIME_TEXT_LENGTH as DATETIME_LENGTH
 from host.values import ULID_LENGTH, column_type
+from plugin_api.definitions import FieldType
 
 AUDIT_TABLE = "tessera_audit"
 SEQUENCE_TABLE = "tessera_sequences"
 IDEMPOTENCY_TABLE = "tessera_idempotency"
+MAX_IDENTIFIER = 63
 
 
 def _entity_table(metadata: sa.MetaData, entity: CompiledEntity) -> sa.Table:
@@ -29,7 +32,21 @@ def _entity_table(metadata: sa.MetaData, entity: CompiledEntity) -> sa.Table:
     columns.extend(
         sa.Column(field.name, column_type(field), nullable=True) for field in entity.fields.values()
     )
-    return sa.Table(entity.table_name, metadata, *columns, sqlite_with_rowid=False)
+    # A reference is looked up by (tenant, referenced id): one index per reference field.
+    indexes = [
+        sa.Index(reference_index_name(entity.table_name, field.name), "tenant_id", field.name)
+        for field in entity.fields.values()
+        if field.type is FieldType.REFERENCE
+    ]
+    return sa.Table(entity.table_name, metadata, *columns, *indexes, sqlite_with_rowid=False)
+
+
+def reference_index_name(table: str, column: str) -> str:
+    """``ix_<table>_<column>``, or a digest of it when longer than PostgreSQL's 63 bytes."""
+    name = f"ix_{table}_{column}"
+    if len(name) <= MAX_IDENTIFIER:
+        return name
+    return f"ix_{table[:30]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 def _audit_table(metadata: sa.MetaData) -> sa.Table:

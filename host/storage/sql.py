@@ -27,6 +27,7 @@ __all__ = [
     "quote",
     "select_one",
     "select_page",
+    "select_where",
     "set_by_key",
 ]
 
@@ -126,3 +127,45 @@ def quote(dialect: str, name: str) -> str:
 def placeholders(dialect: str, count: int) -> list[str]:
     """``count`` positional placeholders of ``dialect`` (``?`` or ``$1``...)."""
     return _marks(dialect, count)
+
+
+_COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+
+Where = tuple[tuple[str, str, int], ...]
+"""Conditions as (column, operator, number of parameters): ``eq ne lt lte gt gte
+contains`` take one, ``in`` takes its count (at least one), ``null``/``notnull`` none."""
+
+
+def _condition(dialect: str, qt: str, column: str, op: str, marks: list[str]) -> str:
+    col = f"{qt}.{_q(dialect, column)}"
+    if op in _COMPARISONS:
+        return f"{col} {_COMPARISONS[op]} {marks[0]}"
+    if op == "ne":
+        return f"({col} <> {marks[0]} OR {col} IS NULL)"
+    if op == "in":
+        return f"{col} IN ({', '.join(marks)})"
+    if op == "contains":
+        function = "strpos" if dialect == "postgresql" else "instr"
+        return f"{function}({col}, {marks[0]}) > 0"
+    if op == "null":
+        return f"{col} IS NULL"
+    if op == "notnull":
+        return f"{col} IS NOT NULL"
+    raise ValueError(f"unknown operator {op!r}")
+
+
+@lru_cache(maxsize=_CACHED)
+def select_where(dialect: str, table: str, columns: tuple[str, ...], where: Where) -> Sql:
+    """``columns`` of a tenant's rows matching every condition of ``where``, in id order, at
+    most a limit of them; parameters: tenant, each condition's values in order, the limit."""
+    qt = _q(dialect, table)
+    marks = _marks(dialect, 2 + sum(count for _, _, count in where))
+    clauses = [f"{qt}.tenant_id = {marks[0]}"]
+    at = 1
+    for column, op, count in where:
+        clauses.append(_condition(dialect, qt, column, op, marks[at : at + count]))
+        at += count
+    return (
+        f"SELECT {_select_list(dialect, table, columns)} FROM {qt} "
+        f"WHERE {' AND '.join(clauses)} ORDER BY {qt}.id LIMIT {marks[-1]}"
+    )

@@ -60,6 +60,9 @@ ticket = Entity(
         Field(name="assignee", type=FieldType.STRING, nullable=True),
         Field(name="resolution", type=FieldType.STRING, nullable=True),
         Field(name="resolved_at", type=FieldType.DATETIME, nullable=True),
+        # Set by other plugins (billing records the invoice of the ticket's billable work);
+        # a plain string: the helpdesk depends on no other plugin.
+        Field(name="invoice", type=FieldType.STRING, nullable=True),
     ),
     workflow=Workflow(
         state_field="state",

@@ -1,0 +1,373 @@
+"""The typed data API of the action context (:class:`plugin_api.data.DataAccess`), and the
+existence check of reference fields.
+
+Every statement runs on the action's transaction (:class:`~host.storage.Tx`), filtered by
+the action's tenant. A write is one guarded ``UPDATE ... RETURNING`` (or an ``INSERT``) and
+one audit record naming the action that caused it; values go through the same coercion as
+HTTP inputs (:func:`host.values.coerce_write`) and come back rendered like HTTP rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from host import jsonio
+from host.graph.model import CompiledAction, CompiledEntity, Graph
+from host.runtime.actor import Actor
+from host.runtime.rows import RowRenderer, all_columns
+from host.runtime.stamps import new_ulid, stamp_value
+from host.storage import Schema, Tx, sql
+from host.systemfields import SYSTEM
+from host.values import coerce_default, coerce_write, format_datetime, now_db, parse_datetime
+from plugin_api.data import OPERATORS, Condition, Row
+from plugin_api.definitions import Field, FieldType
+from plugin_api.errors import (
+    BadRequest,
+    ConcurrencyConflict,
+    NotFound,
+    WorkflowStateMismatch,
+)
+
+__all__ = ["ActionData", "DataRuntime"]
+
+MAX_FIND_LIMIT: Final = 1000
+_ORDERED_TYPES: Final = frozenset(
+    {FieldType.STRING, FieldType.INTEGER, FieldType.DATETIME, FieldType.ENUM, FieldType.REFERENCE}
+)
+_QUERYABLE_SYSTEM: Final = ("id", "created_at", "updated_at", "_version")
+
+
+class DataRuntime:
+    """What the data API needs of one graph, built once: renderers and statements."""
+
+    def __init__(self, graph: Graph, schema: Schema, dialect: str) -> None:
+        self.graph = graph
+        self.schema = schema
+        self.dialect = dialect
+        self.renderers = {
+            fqn: RowRenderer(entity, all_columns(entity)) for fqn, entity in graph.entities.items()
+        }
+        self.select_one = {
+            fqn: sql.select_one(dialect, schema.entities[fqn].name, render.columns)
+            for fqn, render in self.renderers.items()
+        }
+        self.exists = {
+            fqn: sql.select_one(dialect, schema.entities[fqn].name, ("id",))
+            for fqn in graph.entities
+        }
+        self.audit_sql = sql.insert(dialect, schema.audit.name, schema.audit_columns)
+        self.references = {
+            fqn: tuple(f for f in entity.fields.values() if f.type is FieldType.REFERENCE)
+            for fqn, entity in graph.entities.items()
+        }
+
+    def table(self, entity: CompiledEntity) -> str:
+        return self.schema.entities[entity.fqn].name
+
+    async def check_references(
+        self,
+        tx: Tx,
+        tenant_id: str,
+        entity: CompiledEntity,
+        values: Mapping[str, Any],
+    ) -> None:
+        """Every reference among ``values`` (database values) names an existing row of its
+        target entity in the tenant; otherwise 400 ``BadRequest`` naming the field."""
+        for field in self.references[entity.fqn]:
+            value = values.get(field.name)
+            if value is None:
+                continue
+            assert field.target is not None
+            if not await tx.rows(self.exists[field.target], (tenant_id, value)):
+                raise BadRequest(
+                    f"Field {field.name!r} references {field.target} {value!r}, "
+                    "which does not exist in this tenant"
+                )
+
+    def bind(
+        self, tx: Tx, action: CompiledAction, actor: Actor, subject_id: str | None
+    ) -> ActionData:
+        """The data API of one invocation."""
+        return ActionData(self, tx, action, actor, subject_id)
+
+
+class ActionData:
+    """:class:`plugin_api.data.DataAccess` for one action invocation."""
+
+    __slots__ = ("_action", "_actor", "_rt", "_seen", "_subject", "_tx", "writable")
+
+    def __init__(
+        self,
+        runtime: DataRuntime,
+        tx: Tx,
+        action: CompiledAction,
+        actor: Actor,
+        subject_id: str | None,
+    ) -> None:
+        self._rt = runtime
+        self._tx = tx
+        self._action = action
+        self._actor = actor
+        self._subject = (action.entity.fqn, subject_id) if subject_id is not None else None
+        self._seen: dict[tuple[str, str], str] = {}
+        """The ``_version`` of every row this action read or wrote, by (entity, id)."""
+        self.writable = False
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def get(self, entity: str, id: str) -> Row | None:
+        compiled = self._entity(entity)
+        row = await self._read(compiled, id)
+        return None if row is None else self._rt.renderers[entity](row)
+
+    async def find(
+        self,
+        entity: str,
+        *conditions: Condition,
+        where: Mapping[str, Any] | None = None,
+        limit: int = 100,
+    ) -> Sequence[Row]:
+        compiled = self._entity(entity)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10**3:
+            raise ValueError(f"limit must be an integer from 1 to {MAX_FIND_LIMIT}")
+        every = [*conditions, *(Condition(field=k, value=v) for k, v in (where or {}).items())]
+        shape: list[tuple[str, str, int]] = []
+        args: list[Any] = [self._actor.tenant_id]
+        for condition in every:
+            if not isinstance(condition, Condition):
+                raise ValueError(f"not a Condition: {condition!r}")
+            op, values = _condition_values(compiled, condition)
+            if op == "in" and not values:
+                return []  # in an empty set: nothing matches
+            shape.append((condition.field, op, len(values)))
+            args.extend(values)
+        render = self._rt.renderers[entity]
+        statement = sql.select_where(
+            self._rt.dialect, self._rt.table(compiled), render.columns, tuple(shape)
+        )
+        rows = await self._tx.rows(statement, (*args, limit))
+        version_at = render.columns.index("_version")
+        for row in rows:
+            self._seen.setdefault((entity, row[0]), row[version_at])
+        return render.many(rows)
+
+    async def _read(self, entity: CompiledEntity, id: str) -> Sequence[Any] | None:
+        if not isinstance(id, str):
+            raise ValueError(f"a row id is a string, got {type(id).__name__}")
+        found = await self._tx.rows(self._rt.select_one[entity.fqn], (self._actor.tenant_id, id))
+        if not found:
+            return None
+        row = found[0]
+        self._seen.setdefault((entity.fqn, id), row[self._version_index(entity)])
+        return row
+
+    def _version_index(self, entity: CompiledEntity) -> int:
+        return self._rt.renderers[entity.fqn].columns.index("_version")
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def create(self, entity: str, values: Mapping[str, Any]) -> Row:
+        self._check_writable()
+        compiled = self._entity(entity)
+        changes = self._coerce(compiled, values)
+        pending: dict[str, Any] = {}
+        for field in compiled.fields.values():
+            if field.has_default:
+                pending[field.name] = coerce_default(field)
+        pending.update(changes)
+        workflow = compiled.workflow
+        if workflow is not None:
+            pending[workflow.state_field] = workflow.initial
+        missing = [f.name for f in compiled.fields.values() if f.required and f.name not in pending]
+        if missing:
+            raise BadRequest(f"Creating a {entity} requires: {', '.join(map(repr, missing))}")
+        await self._rt.check_references(self._tx, self._actor.tenant_id, compiled, pending)
+        record_id, version, now = new_ulid(), new_ulid(), now_db()
+        system = {"id": record_id, "tenant_id": self._actor.tenant_id}
+        system |= {"created_at": now, "updated_at": now, "_version": version}
+        columns = (*system, *pending)
+        statement = sql.insert(self._rt.dialect, self._rt.table(compiled), columns)
+        await self._tx.rows(statement, (*system.values(), *pending.values()))
+        self._seen[(entity, record_id)] = version
+        row = self._rt.renderers[entity].columns
+        written = {**dict.fromkeys(row), **system, **pending}
+        rendered = self._rt.renderers[entity](tuple(written[name] for name in row))
+        outputs = {"id": record_id, **{name: rendered[name] for name in changes}}
+        await self._audit(compiled, record_id, rendered, changes, outputs, now)
+        return rendered
+
+    async def patch(self, entity: str, id: str, values: Mapping[str, Any]) -> Row:
+        self._check_writable()
+        compiled = self._entity(entity)
+        changes = self._coerce(compiled, values)
+        return await self._update(compiled, id, changes, changes, None)
+
+    async def transition(
+        self,
+        entity: str,
+        id: str,
+        transition: str,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> Row:
+        self._check_writable()
+        compiled = self._entity(entity)
+        move = compiled.transitions.get(transition)
+        workflow = compiled.workflow
+        if move is None or workflow is None:
+            raise ValueError(f"entity {entity!r} has no workflow transition {transition!r}")
+        stamped = self._coerce(compiled, inputs or {})
+        now = now_db()
+        changes = dict(stamped)
+        changes[workflow.state_field] = move.target
+        for stamp in move.stamps:
+            changes[stamp.field] = stamp_value(compiled, stamp, self._actor, now)
+        return await self._update(compiled, id, changes, stamped, move.sources, now)
+
+    async def _update(
+        self,
+        entity: CompiledEntity,
+        id: str,
+        changes: dict[str, Any],
+        given: Mapping[str, Any],
+        sources: tuple[str, ...] | None,
+        now: str | None = None,
+    ) -> Row:
+        if self._subject == (entity.fqn, id):
+            raise ValueError(
+                f"{entity.fqn} {id!r} is this action's subject: change it with ctx.set()"
+            )
+        row = await self._read(entity, id)
+        if row is None:
+            raise NotFound(f"No {entity.fqn} with id '{id}' in this tenant")
+        columns = self._rt.renderers[entity.fqn].columns
+        current = dict(zip(columns, row, strict=True))
+        read_version = self._seen[(entity.fqn, id)]
+        if current["_version"] != read_version:
+            raise _conflict(entity, id)
+        if sources is not None:
+            workflow = entity.workflow
+            assert workflow is not None
+            state = current[workflow.state_field]
+            if state not in sources:
+                raise WorkflowStateMismatch(
+                    f"{entity.fqn} {id!r} is '{state}'; the transition applies to "
+                    f"{workflow.state_field} in {', '.join(sources)}"
+                )
+        await self._rt.check_references(self._tx, self._actor.tenant_id, entity, changes)
+        version, now = new_ulid(), now or now_db()
+        assignments = {"updated_at": now, "_version": version, **changes}
+        statement = sql.guarded_update(self._rt.dialect, self._rt.table(entity), tuple(assignments))
+        args = (*assignments.values(), self._actor.tenant_id, id, read_version)
+        if not await self._tx.rows(statement, args):
+            raise _conflict(entity, id)
+        self._seen[(entity.fqn, id)] = version
+        current.update(assignments)
+        rendered = self._rt.renderers[entity.fqn](tuple(current[name] for name in columns))
+        outputs = {name: rendered[name] for name in changes}
+        outputs["_version"] = version
+        await self._audit(entity, id, rendered, given, outputs, now)
+        return rendered
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise RuntimeError("only a custom effect may change data; policies must not")
+
+    def _entity(self, fqn: str) -> CompiledEntity:
+        entity = self._rt.graph.entities.get(fqn) if isinstance(fqn, str) else None
+        if entity is None:
+            raise ValueError(f"no entity {fqn!r} in the graph")
+        return entity
+
+    def _coerce(self, entity: CompiledEntity, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Write-shape ``values`` of declared fields (not the state field) -> database values."""
+        workflow = entity.workflow
+        state_field = workflow.state_field if workflow is not None else None
+        changes: dict[str, Any] = {}
+        for name, value in values.items():
+            field = entity.fields.get(name)
+            if field is None or name == state_field:
+                why = "the workflow state field" if field is not None else "not a declared field"
+                raise ValueError(f"{name!r} of {entity.fqn} cannot be written: {why}")
+            changes[name] = coerce_write(field, value)
+        return changes
+
+    async def _audit(
+        self,
+        entity: CompiledEntity,
+        record_id: str,
+        rendered: Mapping[str, Any],
+        given: Mapping[str, Any],
+        outputs: Mapping[str, Any],
+        now: str,
+    ) -> None:
+        """The audit record of one write: ``action`` names the action that caused it,
+        ``entity`` and ``subject_id`` the row written; ``inputs`` are the values given (in
+        read shape), ``outputs`` what an action would answer."""
+        actor = self._actor
+        inputs = {name: rendered[name] for name in given}
+        await self._tx.rows(
+            self._rt.audit_sql,
+            (
+                new_ulid(),
+                actor.tenant_id,
+                actor.actor_id,
+                jsonio.dumps(sorted(actor.roles)).decode(),
+                self._action.fqn,
+                entity.fqn,
+                record_id,
+                jsonio.dumps(inputs).decode(),
+                jsonio.dumps(dict(outputs)).decode(),
+                self._rt.graph.hash,
+                now,
+            ),
+        )
+
+
+def _conflict(entity: CompiledEntity, id: str) -> ConcurrencyConflict:
+    return ConcurrencyConflict(
+        f"{entity.fqn} '{id}' was modified concurrently; read it again and retry"
+    )
+
+
+def _condition_values(entity: CompiledEntity, condition: Condition) -> tuple[str, list[Any]]:
+    """The operator to run and its database values (validated like inputs)."""
+    name, op, value = condition.field, condition.op, condition.value
+    if op not in OPERATORS:
+        raise ValueError(f"unknown operator {op!r}; known: {', '.join(OPERATORS)}")
+    field = entity.fields.get(name) if isinstance(name, str) else None
+    if field is None and name not in _QUERYABLE_SYSTEM:
+        raise ValueError(f"{entity.fqn} has no queryable field {name!r}")
+    if op == "null":
+        if value is not True and value is not False:
+            raise ValueError(f"operator null on {name!r} takes True or False")
+        return ("null" if value else "notnull"), []
+    if value is None and op in ("eq", "ne"):
+        return ("null" if op == "eq" else "notnull"), []
+    if op == "contains" and (field is None or field.type is not FieldType.STRING):
+        raise ValueError(f"operator contains applies to string fields, not {name!r}")
+    ordered = op in ("lt", "lte", "gt", "gte")
+    if ordered and field is not None and field.type not in _ORDERED_TYPES:
+        raise ValueError(f"operator {op} does not apply to {field.type.value} field {name!r}")
+    if op == "in":
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+            raise ValueError(f"operator in on {name!r} takes a sequence of values")
+        return op, [_value(field, name, item) for item in value]
+    return op, [_value(field, name, value)]
+
+
+def _value(field: Field | None, name: str, value: object) -> Any:
+    if field is not None:
+        if value is None:
+            raise BadRequest(f"Field {name!r}: null is matched with op 'null', not a value")
+        return coerce_write(field, value)
+    if not isinstance(value, str):
+        raise BadRequest(f"Field {name!r} expects a string, got {type(value).__name__}")
+    if SYSTEM[name].datetime:
+        parsed = parse_datetime(value)
+        if parsed is None:
+            raise BadRequest(f"Field {name!r} expects an RFC 3339 date-time, got {value!r}")
+        return format_datetime(parsed)
+    return value

@@ -1,0 +1,121 @@
+"""The typed data API: how custom policies and effects read and write any entity's rows.
+
+Reached through :attr:`plugin_api.ActionContext.data`. Every call is scoped to the action's
+tenant (a plugin never names a tenant and never sees another tenant's rows), runs inside the
+action's transaction, and uses the read and write shapes of the HTTP surface (spec 2.6):
+
+* rows come back in read shape, system fields included (``id``, ``tenant_id``,
+  ``created_at``, ``updated_at``, ``_version``);
+* values are given in write shape and validated exactly as an action's inputs are
+  (400 ``BadRequest`` naming the field when one does not fit).
+
+Writes (effects only) give the row a new ``_version`` and ``updated_at`` and write an audit
+record naming the action that caused them. A write to a row this action has read is guarded
+by the version read: if another transaction changed the row since, the whole action fails
+with 409 ``ConcurrencyConflict`` (never a lost update). Policies get the same object but may
+only read; a write from a policy raises :class:`RuntimeError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol, TypeAlias
+
+__all__ = ["OPERATORS", "Condition", "DataAccess", "Operator", "Row"]
+
+Operator: TypeAlias = Literal["eq", "ne", "in", "lt", "lte", "gt", "gte", "contains", "null"]
+"""A condition's operator (the list filters' operators)."""
+
+OPERATORS: Final[tuple[str, ...]] = (
+    "eq",
+    "ne",
+    "in",
+    "lt",
+    "lte",
+    "gt",
+    "gte",
+    "contains",
+    "null",
+)
+
+Row: TypeAlias = Mapping[str, Any]
+"""A row in read shape, system fields included."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Condition:
+    """One condition of :meth:`DataAccess.find`: ``field`` ``op`` ``value``.
+
+    :param field: a declared field or a system field (``id``, ``created_at``, ...).
+    :param op: ``eq`` / ``ne`` (``ne`` also matches null), ``in`` (``value`` a sequence of
+        values), ``lt`` ``lte`` ``gt`` ``gte`` (integer, datetime, string, enum and system
+        fields; not money or boolean), ``contains`` (substring of a string field,
+        case-sensitive), ``null`` (``value`` ``True``: the field is null, ``False``: it is not).
+    :param value: in the field's write shape (a datetime as RFC 3339 text, a reference as
+        the row id); never SQL.
+    """
+
+    field: str
+    op: Operator = "eq"
+    value: Any = None
+
+
+class DataAccess(Protocol):
+    """Rows of any entity of the graph, in the action's tenant and transaction."""
+
+    async def get(self, entity: str, id: str) -> Row | None:
+        """The row ``id`` of ``entity`` (an FQN such as ``helpdesk.ticket``), or ``None``
+        when the tenant has no such row."""
+        ...
+
+    async def find(
+        self,
+        entity: str,
+        *conditions: Condition,
+        where: Mapping[str, Any] | None = None,
+        limit: int = 100,
+    ) -> Sequence[Row]:
+        """The rows of ``entity`` matching every condition (and every ``where`` item,
+        shorthand for an ``eq`` condition), in ``id`` order, at most ``limit`` (1 to 1000).
+
+        :raises BadRequest: a value does not fit its field.
+        :raises ValueError: an unknown entity, field or operator.
+        """
+        ...
+
+    async def create(self, entity: str, values: Mapping[str, Any]) -> Row:
+        """Create a row of ``entity`` from ``values`` (declared fields, write shape; the
+        defaults and the workflow's initial state apply as for a create action); return it.
+
+        :raises BadRequest: a value does not fit, or a required field is missing.
+        """
+        ...
+
+    async def patch(self, entity: str, id: str, values: Mapping[str, Any]) -> Row:
+        """Change the ``values`` of the row ``id`` (partial patch; not the workflow state
+        field, which only transitions change); return the row as written.
+
+        :raises NotFound: the tenant has no such row.
+        :raises ConcurrencyConflict: the row changed since this action read it.
+        :raises ValueError: the row is the action's own subject (use
+            :meth:`~plugin_api.ActionContext.set` for that one).
+        """
+        ...
+
+    async def transition(
+        self,
+        entity: str,
+        id: str,
+        transition: str,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> Row:
+        """Run workflow ``transition`` on the row ``id``: check its source state, stamp
+        ``inputs`` (declared fields other than the state field) and the transition's
+        stamps, move it to the target state; return the row as written.
+
+        :raises WorkflowStateMismatch: the row is not in a source state of the transition.
+        :raises NotFound: the tenant has no such row.
+        :raises ConcurrencyConflict: the row changed since this action read it.
+        """
+        ...
