@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import assert_envelope, audit_rows, identity, list_items, subject
+from .conftest import assert_envelope, audit_rows, identity, list_items, query, subject
 
 pytestmark = [pytest.mark.reliability, pytest.mark.slow]
 
@@ -146,5 +146,62 @@ async def test_two_hundred_concurrent_updates_over_ten_rows(
         successes=len(writes) - conflicts,
         conflicts=conflicts,
         audit_records=len(edits),
+        rows_lost=0,
+    )
+
+
+async def test_cross_entity_write_races_direct_edits_of_the_touched_row(
+    start_host: Any, database: str, figures: dict[str, Any]
+) -> None:
+    """25 ``billing.charge.create`` (whose effect patches the ticket through the typed data
+    API) race 25 ``helpdesk.ticket.edit`` of that ticket: the ticket is invoiced exactly once,
+    every loser is a 409, and the ticket's final version is the last audited write's."""
+    host = start_host(workers=2)
+    staff = identity(TENANT, "carl", ["agent", "clerk"])
+    usd = {"amount": "90.00", "currency": "USD"}
+    async with host.client() as client:
+        created = await client.post(
+            f"/actions/{TICKET}.create",
+            json={"subject": None, "inputs": {"title": "billable work", "billable": True}},
+            headers=REQUESTER,
+        )
+        assert created.status_code == 200, created.text
+        ticket = str(created.json()["outputs"]["id"])
+        charge = {"subject": None, "inputs": {"ticket": ticket, "hours": 2, "amount": usd}}
+        edit = {"subject": subject(TENANT, TICKET, ticket), "inputs": {"estimate_hours": 5}}
+        calls = [("billing.charge.create", charge), (f"{TICKET}.edit", edit)] * 25
+        responses = await asyncio.gather(
+            *(client.post(f"/actions/{fqn}", json=body, headers=staff) for fqn, body in calls)
+        )
+        invoices = await list_items(client, "billing.invoice.list", TENANT)
+        charges = await list_items(client, "billing.charge.list", TENANT)
+    outcomes: Counter[tuple[str, int, str]] = Counter()
+    for (fqn, _), response in zip(calls, responses, strict=True):
+        kind = "" if response.status_code == 200 else response.json()["error"]["kind"]
+        if response.status_code != 200:
+            assert_envelope(response)
+            assert (response.status_code, kind) in {
+                (409, "ConcurrencyConflict"),
+                (409, "WorkflowStateMismatch"),
+            }, response.text
+        outcomes[(fqn, response.status_code, kind)] += 1
+    won = [r.json()["outputs"] for (f, _), r in zip(calls, responses, strict=True)
+           if f == "billing.charge.create" and r.status_code == 200]  # fmt: skip
+    assert len(won) == 1, outcomes
+    assert [c["id"] for c in charges] == [won[0]["id"]]
+    assert [i["id"] for i in invoices] == [won[0]["invoice"]]
+    rows = await query(
+        database, f'SELECT * FROM "{TICKET.replace(".", "__")}" WHERE id = :id', {"id": ticket}
+    )
+    assert rows[0]["invoice"] == won[0]["invoice"]  # not lost to a concurrent edit
+    ticket_writes = [a for a in await audit_rows(database) if a["subject_id"] == ticket]
+    assert rows[0]["_version"] == ticket_writes[-1]["outputs"]["_version"]
+    edits_won = outcomes[(f"{TICKET}.edit", 200, "")]
+    assert len(ticket_writes) == 1 + edits_won + 1  # create, the edits, the charge's patch
+    figures.update(
+        requests_sent=len(calls),
+        successes=1 + edits_won,
+        conflicts=len(calls) - 1 - edits_won,
+        conflict_kinds={f"{k[0]} {k[2]}": n for k, n in outcomes.items() if k[1] != 200},
         rows_lost=0,
     )
