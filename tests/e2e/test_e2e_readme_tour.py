@@ -68,8 +68,14 @@ def match(expected: Any, actual: Any, ids: dict[str, str], where: str = "$") -> 
 
 def test_the_tour_covers_the_ticket_lifecycle() -> None:
     commands = " ".join(command for command, _ in tour_steps())
-    for path in ("actions/helpdesk.ticket.create", "projections/helpdesk.ticket.queue",
-                 "actions/helpdesk.ticket.start", "actions/helpdesk.ticket.resolve"):  # fmt: skip
+    for path in (
+        "actions/helpdesk.ticket.create",
+        "projections/helpdesk.ticket.queue",
+        "actions/helpdesk.ticket.start",
+        "actions/helpdesk.ticket.resolve",
+        "actions/billing.charge.create",
+        "projections/helpdesk.ticket.billing",
+    ):
         assert f"{README_BASE}/api/{path}" in commands
     # one filtered, sorted page, then the next one through its cursor
     assert "filter.state=open&sort=-created_at&pageSize=" in commands

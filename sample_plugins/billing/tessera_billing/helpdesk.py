@@ -64,9 +64,9 @@ async def invoice_ticket(ctx: ActionContext) -> None:
     ticket = await ctx.data.get(TICKET, ticket_id)
     assert ticket is not None
     if not ticket["billable"]:
-        raise WorkflowStateMismatch(f"ticket {ticket_id} is not billable")
+        raise WorkflowStateMismatch("The ticket is not billable")
     if ticket["invoice"] is not None:
-        raise WorkflowStateMismatch(f"ticket {ticket_id} is already invoiced")
+        raise WorkflowStateMismatch("The ticket is already invoiced")
     invoice = await ctx.data.create(
         "billing.invoice",
         {

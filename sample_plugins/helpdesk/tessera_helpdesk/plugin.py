@@ -188,6 +188,13 @@ PROJECTIONS: tuple[Projection, ...] = (
             for name in ("edit", "start", "resolve", "close", "reopen", "cancel", "escalate")
         ),
     ),
+    # What other plugins record on a ticket (billing: the invoice of its billable work).
+    Projection(
+        fqn=f"{TICKET}.billing",
+        entity=TICKET,
+        fields=("id", "title", "billable", "invoice", "updated_at", "_version"),
+        actions=(f"{TICKET}.edit",),
+    ),
 )
 # docs:end helpdesk-projections
 
