@@ -22,6 +22,7 @@ FIELDS = {
     FieldType.ENUM: Field(name="e", type=FieldType.ENUM, options=("a", "b c", "é"), nullable=True),
     FieldType.MONEY: Field(name="m", type=FieldType.MONEY, currency="EUR", nullable=True),
     FieldType.BOOLEAN: Field(name="b", type=FieldType.BOOLEAN, nullable=True),
+    FieldType.REFERENCE: Field(name="r", type=FieldType.REFERENCE, target="x.y", nullable=True),
 }
 READ_DATETIME = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]*[1-9])?Z"
@@ -90,6 +91,8 @@ def write_values(field_type: FieldType) -> st.SearchStrategy[object]:
             st.floats(allow_nan=False, allow_infinity=False, min_value=-1e20, max_value=1e20),
         )
         return amounts.map(lambda amount: {"amount": amount, "currency": "EUR"})
+    if field_type is FieldType.REFERENCE:
+        return clean_text.filter(bool)  # any id; its existence is the runtime's check
     return st.booleans()
 
 
@@ -102,7 +105,7 @@ def any_write_value() -> st.SearchStrategy[tuple[Field, object]]:
 def is_read_shape(field: Field, value: object) -> bool:
     if value is None:
         return True
-    if field.type in (FieldType.STRING, FieldType.ENUM):
+    if field.type in (FieldType.STRING, FieldType.ENUM, FieldType.REFERENCE):
         return isinstance(value, str)
     if field.type is FieldType.INTEGER:
         return type(value) is int
