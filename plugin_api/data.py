@@ -50,8 +50,9 @@ class Condition:
     :param field: a declared field or a system field (``id``, ``created_at``, ...).
     :param op: ``eq`` / ``ne`` (``ne`` also matches null), ``in`` (``value`` a sequence of
         values), ``lt`` ``lte`` ``gt`` ``gte`` (integer, datetime, string, enum and system
-        fields; not money or boolean), ``contains`` (substring of a string field,
-        case-sensitive), ``null`` (``value`` ``True``: the field is null, ``False``: it is not).
+        fields; not boolean), ``contains`` (substring of a string field, case-sensitive),
+        ``null`` (``value`` ``True``: the field is null, ``False``: it is not). A money field
+        takes only ``null`` (amounts are stored as written: ``10.50`` is not ``10.5``).
     :param value: in the field's write shape (a datetime as RFC 3339 text, a reference as
         the row id); never SQL.
     """

@@ -346,6 +346,9 @@ def _condition_values(entity: CompiledEntity, condition: Condition) -> tuple[str
         return ("null" if value else "notnull"), []
     if value is None and op in ("eq", "ne"):
         return ("null" if op == "eq" else "notnull"), []
+    if field is not None and field.type is FieldType.MONEY:
+        # Amounts are stored as written ("10.50" is not "10.5"): only null is meaningful.
+        raise ValueError(f"money field {name!r} can only be matched with operator null")
     if op == "contains" and (field is None or field.type is not FieldType.STRING):
         raise ValueError(f"operator contains applies to string fields, not {name!r}")
     ordered = op in ("lt", "lte", "gt", "gte")

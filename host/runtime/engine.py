@@ -257,8 +257,9 @@ class ActionRuntime:
             for name, value in values.items():
                 ctx.write(name, value, output=True)
         await self._run_effect(action, ctx)
-        if action.definition.effect is not None:  # references the effect set
-            await self._data.check_references(tx, actor.tenant_id, entity, ctx.pending)
+        # References written by defaults, stamps or the effect (the inputs are checked above).
+        unchecked = {k: v for k, v in ctx.pending.items() if k not in values or values[k] != v}
+        await self._data.check_references(tx, actor.tenant_id, entity, unchecked)
 
         version = new_ulid()
         if subject_id is None:

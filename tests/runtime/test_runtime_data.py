@@ -170,6 +170,9 @@ async def test_values_are_validated_like_inputs_and_nothing_is_stored(
         lambda ctx: ctx.data.patch(TICKET, ticket, {"state": "closed"}),  # only transitions
         lambda ctx: ctx.data.get("no.such", ticket),
         lambda ctx: ctx.data.find(TICKET, Condition(field="budget", op="lt", value=1)),
+        lambda ctx: ctx.data.find(TICKET, where={"budget": {"amount": "1", "currency": "EUR"}}),
+        lambda ctx: ctx.data.find(TICKET, Condition(field="billable", op="gt", value=True)),
+        lambda ctx: ctx.data.find(TICKET, Condition(field="title", op="like", value="%")),  # type: ignore[arg-type]
     ]
     for call in misuse:
         lab.effect = call
