@@ -4,7 +4,9 @@ audit, in one transaction.
 Per action the database sees one transaction of a bounded number of statements, whatever the
 number of fields or rows: create = INSERT row + INSERT audit; transition and update = SELECT
 subject + UPDATE ... RETURNING (guarded by ``_version``) + INSERT audit. A custom effect adds
-only the statements it runs itself (``next_sequence`` is one upsert).
+only the statements it runs itself (``next_sequence`` is one upsert; the typed data API,
+:mod:`host.runtime.data`, one per read and two per write), and each reference value written
+one existence check.
 
 The row's write and its audit record are not run here: the unit of work returns them as its
 :class:`~host.storage.Closing`, and the storage runs them and commits (one round trip on
