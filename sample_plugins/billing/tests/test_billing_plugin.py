@@ -72,3 +72,23 @@ async def test_pay_and_void(clerk: Client) -> None:
     detail = await clerk.projection(f"{INVOICE}.detail", subject=paid)
     assert detail.item is not None
     assert (detail.item["status"], detail.item["paid"]) == ("paid", True)
+
+
+async def test_a_charge_invoices_a_helpdesk_ticket_once(tessera: TesseraHarness) -> None:
+    host = await tessera.start(plugins=["helpdesk", "billing", "billing_helpdesk"])
+    staff = host.client(tenant="acme", actor="carl", roles=["requester", "clerk"])
+    ticket = await staff.action("helpdesk.ticket.create", inputs={"title": "Fix", "billable": True})
+    ticket_id = ticket.outputs["id"]
+    usd = {"amount": "50.00", "currency": "USD"}
+    inputs = {"ticket": ticket_id, "hours": 1, "amount": usd}
+    charged = await staff.action("billing.charge.create", inputs=inputs)
+    assert charged.status == 200, charged.json
+    invoice = charged.outputs["invoice"]
+    shown = await staff.projection("helpdesk.ticket.billing", subject=ticket_id)
+    assert shown.item is not None and shown.item["invoice"] == invoice
+    listed = await staff.projection(f"{INVOICE}.list")
+    assert [(i["id"], i["customer"], i["amount"]) for i in listed.items] == [(invoice, "carl", usd)]
+    again = await staff.action("billing.charge.create", inputs=inputs)
+    assert (again.status, again.error_kind) == (409, "WorkflowStateMismatch")
+    elsewhere = await staff.as_(tenant="globex").action("billing.charge.create", inputs=inputs)
+    assert (elsewhere.status, elsewhere.error_kind) == (400, "BadRequest")
