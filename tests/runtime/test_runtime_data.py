@@ -4,6 +4,7 @@ versions, audit records, validation and optimistic locking."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from ._support import (
     LabPlugin,
     audit_rows,
     entity_row,
+    is_postgres,
     snapshot,
     table,
 )
@@ -334,3 +336,41 @@ async def test_a_typed_find_never_returns_another_tenants_rows(
         :limit
     ]
     assert [row["id"] for row in found] == expected
+
+
+@pytest.mark.skipif(
+    not is_postgres(),
+    reason="two interleaved writers in one process: SQLite serialises them (one writer lock)",
+)
+async def test_a_concurrent_commit_between_read_and_write_is_a_conflict(
+    lab_host: Host, lab: LabPlugin
+) -> None:
+    """A real concurrent transaction (an HTTP edit of the ticket) commits after the effect
+    read the ticket and before it writes: the action is a 409 and the edit is not lost."""
+    client = agent(lab_host)
+    ticket = await new_ticket(client)
+    read, edited = asyncio.Event(), asyncio.Event()
+
+    async def effect(ctx: ActionContext) -> None:
+        assert await ctx.data.get(TICKET, ticket) is not None
+        read.set()
+        await edited.wait()
+        await ctx.data.patch(TICKET, ticket, {"priority": "low"})
+
+    async def edit() -> Any:
+        await read.wait()
+        result = await client.action(
+            f"{TICKET}.edit", subject=ticket, inputs={"priority": "urgent"}
+        )
+        edited.set()
+        return result
+
+    lab.effect = effect
+    action, edit_result = await asyncio.gather(
+        client.action(f"{ITEM}.create", inputs={"name": "n"}), edit()
+    )
+    assert edit_result.status == 200, edit_result.json
+    assert_error(action, 409, "ConcurrencyConflict")
+    row = await entity_row(lab_host.database_url, TICKET, ticket)
+    assert row is not None and row["priority"] == "urgent"
+    assert row["_version"] == edit_result.outputs["_version"]
