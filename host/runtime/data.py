@@ -9,6 +9,7 @@ HTTP inputs (:func:`host.values.coerce_write`) and come back rendered like HTTP 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -17,12 +18,13 @@ from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.rows import RowRenderer, all_columns
 from host.runtime.stamps import new_ulid, stamp_value
-from host.storage import Schema, Tx, sql
+from host.storage import Schema, Statement, Tx, is_transient, sql
 from host.systemfields import SYSTEM
 from host.values import coerce_default, coerce_write, format_datetime, now_db, parse_datetime
 from plugin_api.data import OPERATORS, Condition, Row
 from plugin_api.definitions import Field, FieldType
 from plugin_api.errors import (
+    AuditEmissionFailed,
     BadRequest,
     ConcurrencyConflict,
     NotFound,
@@ -30,6 +32,8 @@ from plugin_api.errors import (
 )
 
 __all__ = ["ActionData", "DataRuntime"]
+
+logger = logging.getLogger("tessera.runtime")
 
 MAX_FIND_LIMIT: Final = 1000
 _ORDERED_TYPES: Final = frozenset(
@@ -79,7 +83,7 @@ class DataRuntime:
             if value is None:
                 continue
             assert field.target is not None
-            if not await tx.rows(self.exists[field.target], (tenant_id, value)):
+            if not await run(tx, (self.exists[field.target], (tenant_id, value))):
                 raise BadRequest(
                     f"Field {field.name!r} references {field.target} {value!r}, "
                     "which does not exist in this tenant"
@@ -146,7 +150,7 @@ class ActionData:
         statement = sql.select_where(
             self._rt.dialect, self._rt.table(compiled), render.columns, tuple(shape)
         )
-        rows = await self._tx.rows(statement, (*args, limit))
+        rows = await run(self._tx, (statement, (*args, limit)))
         version_at = render.columns.index("_version")
         for row in rows:
             self._seen.setdefault((entity, row[0]), row[version_at])
@@ -155,7 +159,7 @@ class ActionData:
     async def _read(self, entity: CompiledEntity, id: str) -> Sequence[Any] | None:
         if not isinstance(id, str):
             raise ValueError(f"a row id is a string, got {type(id).__name__}")
-        found = await self._tx.rows(self._rt.select_one[entity.fqn], (self._actor.tenant_id, id))
+        found = await run(self._tx, (self._rt.select_one[entity.fqn], (self._actor.tenant_id, id)))
         if not found:
             return None
         row = found[0]
@@ -188,7 +192,7 @@ class ActionData:
         system |= {"created_at": now, "updated_at": now, "_version": version}
         columns = (*system, *pending)
         statement = sql.insert(self._rt.dialect, self._rt.table(compiled), columns)
-        await self._tx.rows(statement, (*system.values(), *pending.values()))
+        await run(self._tx, (statement, (*system.values(), *pending.values())))
         self._seen[(entity, record_id)] = version
         row = self._rt.renderers[entity].columns
         written = {**dict.fromkeys(row), **system, **pending}
@@ -259,7 +263,7 @@ class ActionData:
         assignments = {"updated_at": now, "_version": version, **changes}
         statement = sql.guarded_update(self._rt.dialect, self._rt.table(entity), tuple(assignments))
         args = (*assignments.values(), self._actor.tenant_id, id, read_version)
-        if not await self._tx.rows(statement, args):
+        if not await run(self._tx, (statement, args)):
             raise _conflict(entity, id)
         self._seen[(entity.fqn, id)] = version
         current.update(assignments)
@@ -308,7 +312,7 @@ class ActionData:
         read shape), ``outputs`` what an action would answer."""
         actor = self._actor
         inputs = {name: rendered[name] for name in given}
-        await self._tx.rows(
+        record = (
             self._rt.audit_sql,
             (
                 new_ulid(),
@@ -324,6 +328,24 @@ class ActionData:
                 now,
             ),
         )
+        try:
+            await run(self._tx, record)
+        except ConcurrencyConflict:
+            raise
+        except Exception as exc:
+            logger.error("audit record of %s on %s failed", entity.fqn, record_id, exc_info=exc)
+            raise AuditEmissionFailed() from exc
+
+
+async def run(tx: Tx, statement: Statement) -> Sequence[Sequence[Any]]:
+    """Run one statement on the action's transaction; a concurrent transaction that made the
+    database abort this one (PostgreSQL: deadlock, serialization failure) is a 409."""
+    try:
+        return await tx.rows(*statement)
+    except Exception as exc:
+        if is_transient(exc):
+            raise ConcurrencyConflict() from exc
+        raise
 
 
 def _conflict(entity: CompiledEntity, id: str) -> ConcurrencyConflict:

@@ -3,7 +3,15 @@
 from host.storage import sql
 from host.storage.database import Storage, StorageError, TransientConflict
 from host.storage.schema import Schema, build_schema
-from host.storage.tx import Closing, NothingMatched, Row, Statement, StatementFailed, Tx
+from host.storage.tx import (
+    Closing,
+    NothingMatched,
+    Row,
+    Statement,
+    StatementFailed,
+    Tx,
+    is_transient,
+)
 
 __all__ = [
     "Closing",
@@ -17,5 +25,6 @@ __all__ = [
     "TransientConflict",
     "Tx",
     "build_schema",
+    "is_transient",
     "sql",
 ]

@@ -41,7 +41,7 @@ from host.config import Settings
 from host.logs import request_id_var
 from host.storage.schema import Schema
 from host.storage.sql import Sql
-from host.storage.tx import Closing, Row, StatementFailed, Tx, matches_nothing
+from host.storage.tx import Closing, Row, StatementFailed, Tx, is_transient, matches_nothing
 
 __all__ = ["Row", "Storage", "StorageError", "TransientConflict", "Tx"]
 
@@ -276,10 +276,7 @@ class Storage:
 
     @staticmethod
     def _is_transient(exc: BaseException) -> bool:
-        # asyncpg's SerializationError / DeadlockDetectedError (SQLSTATE class 40) are not
-        # mapped by ``databases``; they mean "a concurrent transaction won".
-        sqlstate = getattr(exc, "sqlstate", None)
-        return isinstance(sqlstate, str) and sqlstate.startswith("40")
+        return is_transient(exc)
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -28,7 +28,15 @@ from databases.core import Connection
 
 from host.storage.sql import Sql
 
-__all__ = ["Closing", "NothingMatched", "Row", "Statement", "StatementFailed", "Tx"]
+__all__ = [
+    "Closing",
+    "NothingMatched",
+    "Row",
+    "Statement",
+    "StatementFailed",
+    "Tx",
+    "is_transient",
+]
 
 T = TypeVar("T")
 
@@ -86,6 +94,14 @@ def matches_nothing(exc: BaseException) -> bool:
     with a 400). Inside a unit of work the transaction is aborted by then; the runtime's
     subject lookup raises ``NotFound`` at once, which rolls it back."""
     return getattr(exc, "sqlstate", None) == "22021"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """PostgreSQL aborted the transaction for a concurrent one (SQLSTATE class 40:
+    serialization failure, deadlock), which ``databases`` does not map: a concurrent
+    transaction won."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    return isinstance(sqlstate, str) and sqlstate.startswith("40")
 
 
 class _Outcome:

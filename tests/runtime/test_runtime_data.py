@@ -21,8 +21,10 @@ from ._support import (
     ULID_RE,
     LabPlugin,
     audit_rows,
+    break_audit,
     entity_row,
     is_postgres,
+    repair_audit,
     snapshot,
     table,
 )
@@ -118,6 +120,22 @@ async def test_a_row_changed_since_it_was_read_is_a_conflict_for_the_whole_actio
     lab.effect = effect
     result = await client.action(f"{ITEM}.create", inputs={"name": "n"})
     assert ticket in assert_error(result, 409, "ConcurrencyConflict")
+    assert await snapshot(lab_host.database_url, TICKET, ITEM, AUDIT) == before
+
+
+async def test_a_failed_audit_record_of_a_cross_entity_write_fails_the_action(
+    lab_host: Host, lab: LabPlugin
+) -> None:
+    client = agent(lab_host)
+    ticket = await new_ticket(client)
+    before = await snapshot(lab_host.database_url, TICKET, ITEM, AUDIT)
+    lab.effect = lambda ctx: ctx.data.patch(TICKET, ticket, {"priority": "low"})
+    await break_audit(lab_host.database_url)
+    try:
+        result = await client.action(f"{ITEM}.create", inputs={"name": "n"})
+    finally:
+        await repair_audit(lab_host.database_url)
+    assert_error(result, 500, "AuditEmissionFailed")
     assert await snapshot(lab_host.database_url, TICKET, ITEM, AUDIT) == before
 
 
