@@ -49,10 +49,11 @@ class Condition:
 
     :param field: a declared field or a system field (``id``, ``created_at``, ...).
     :param op: ``eq`` / ``ne`` (``ne`` also matches null), ``in`` (``value`` a sequence of
-        values), ``lt`` ``lte`` ``gt`` ``gte`` (integer, datetime, string, enum and system
-        fields; not boolean), ``contains`` (substring of a string field, case-sensitive),
-        ``null`` (``value`` ``True``: the field is null, ``False``: it is not). A money field
-        takes only ``null`` (amounts are stored as written: ``10.50`` is not ``10.5``).
+        values), ``lt`` ``lte`` ``gt`` ``gte`` (integer and datetime fields, and the system
+        fields ``id``, ``created_at``, ``updated_at``), ``contains`` (substring of a string
+        field; ASCII letters compare case-insensitively, as in list filters), ``null``
+        (``value`` ``True``: the field is null, ``False``: it is not). A money field takes
+        only ``null`` (amounts are stored as written: ``10.50`` is not ``10.5``).
     :param value: in the field's write shape (a datetime as RFC 3339 text, a reference as
         the row id); never SQL.
     """

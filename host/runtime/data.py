@@ -36,9 +36,8 @@ __all__ = ["ActionData", "DataRuntime"]
 logger = logging.getLogger("tessera.runtime")
 
 MAX_FIND_LIMIT: Final = 1000
-_ORDERED_TYPES: Final = frozenset(
-    {FieldType.STRING, FieldType.INTEGER, FieldType.DATETIME, FieldType.ENUM, FieldType.REFERENCE}
-)
+_ORDERED_TYPES: Final = frozenset({FieldType.INTEGER, FieldType.DATETIME})
+_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _QUERYABLE_SYSTEM: Final = ("id", "created_at", "updated_at", "_version")
 
 
@@ -136,7 +135,7 @@ class ActionData:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10**3:
             raise ValueError(f"limit must be an integer from 1 to {MAX_FIND_LIMIT}")
         every = [*conditions, *(Condition(field=k, value=v) for k, v in (where or {}).items())]
-        shape: list[tuple[str, str, int]] = []
+        shape: list[tuple[str, str, int, bool]] = []
         args: list[Any] = [self._actor.tenant_id]
         for condition in every:
             if not isinstance(condition, Condition):
@@ -144,7 +143,9 @@ class ActionData:
             op, values = _condition_values(compiled, condition)
             if op == "in" and not values:
                 return []  # in an empty set: nothing matches
-            shape.append((condition.field, op, len(values)))
+            field = compiled.fields.get(condition.field)
+            text = field is None or field.type is not FieldType.INTEGER
+            shape.append((condition.field, op, len(values), text))
             args.extend(values)
         render = self._rt.renderers[entity]
         statement = sql.select_where(
@@ -371,8 +372,10 @@ def _condition_values(entity: CompiledEntity, condition: Condition) -> tuple[str
     if field is not None and field.type is FieldType.MONEY:
         # Amounts are stored as written ("10.50" is not "10.5"): only null is meaningful.
         raise ValueError(f"money field {name!r} can only be matched with operator null")
-    if op == "contains" and (field is None or field.type is not FieldType.STRING):
-        raise ValueError(f"operator contains applies to string fields, not {name!r}")
+    if op == "contains":
+        if field is None or field.type is not FieldType.STRING:
+            raise ValueError(f"operator contains applies to string fields, not {name!r}")
+        return op, [str(_value(field, name, value)).translate(_ASCII_LOWER)]
     ordered = op in ("lt", "lte", "gt", "gte")
     if ordered and field is not None and field.type not in _ORDERED_TYPES:
         raise ValueError(f"operator {op} does not apply to {field.type.value} field {name!r}")

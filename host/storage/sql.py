@@ -130,14 +130,20 @@ def placeholders(dialect: str, count: int) -> list[str]:
 
 
 _COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+_ORDERED: Final = frozenset({"lt", "lte", "gt", "gte"})
 
-Where = tuple[tuple[str, str, int], ...]
-"""Conditions as (column, operator, number of parameters): ``eq ne lt lte gt gte
-contains`` take one, ``in`` takes its count (at least one), ``null``/``notnull`` none."""
+Where = tuple[tuple[str, str, int, bool], ...]
+"""Conditions as (column, operator, number of parameters, text column): ``eq ne lt lte gt
+gte contains`` take one parameter, ``in`` its count (at least one), ``null``/``notnull``
+none. Text columns compare in code-point order (``COLLATE "C"`` on PostgreSQL, as SQLite
+does); ``contains`` compares ASCII-folded text (the parameter must be folded already)."""
 
 
-def _condition(dialect: str, qt: str, column: str, op: str, marks: list[str]) -> str:
+def _condition(dialect: str, qt: str, where: tuple[str, str, int, bool], marks: list[str]) -> str:
+    column, op, _, text = where
     col = f"{qt}.{_q(dialect, column)}"
+    if op in _ORDERED and text and dialect == "postgresql":
+        return f'({col} COLLATE "C") {_COMPARISONS[op]} {marks[0]}'
     if op in _COMPARISONS:
         return f"{col} {_COMPARISONS[op]} {marks[0]}"
     if op == "ne":
@@ -145,8 +151,9 @@ def _condition(dialect: str, qt: str, column: str, op: str, marks: list[str]) ->
     if op == "in":
         return f"{col} IN ({', '.join(marks)})"
     if op == "contains":
-        function = "strpos" if dialect == "postgresql" else "instr"
-        return f"{function}({col}, {marks[0]}) > 0"
+        if dialect == "postgresql":
+            return f'strpos(lower({col} COLLATE "C"), {marks[0]}) > 0'
+        return f"instr(lower({col}), {marks[0]}) > 0"
     if op == "null":
         return f"{col} IS NULL"
     if op == "notnull":
@@ -159,11 +166,12 @@ def select_where(dialect: str, table: str, columns: tuple[str, ...], where: Wher
     """``columns`` of a tenant's rows matching every condition of ``where``, in id order, at
     most a limit of them; parameters: tenant, each condition's values in order, the limit."""
     qt = _q(dialect, table)
-    marks = _marks(dialect, 2 + sum(count for _, _, count in where))
+    marks = _marks(dialect, 2 + sum(condition[2] for condition in where))
     clauses = [f"{qt}.tenant_id = {marks[0]}"]
     at = 1
-    for column, op, count in where:
-        clauses.append(_condition(dialect, qt, column, op, marks[at : at + count]))
+    for condition in where:
+        count = condition[2]
+        clauses.append(_condition(dialect, qt, condition, marks[at : at + count]))
         at += count
     return (
         f"SELECT {_select_list(dialect, table, columns)} FROM {qt} "

@@ -192,6 +192,7 @@ async def test_values_are_validated_like_inputs_and_nothing_is_stored(
         lambda ctx: ctx.data.find(TICKET, Condition(field="budget", op="lt", value=1)),
         lambda ctx: ctx.data.find(TICKET, where={"budget": {"amount": "1", "currency": "EUR"}}),
         lambda ctx: ctx.data.find(TICKET, Condition(field="billable", op="gt", value=True)),
+        lambda ctx: ctx.data.find(TICKET, Condition(field="priority", op="gt", value="low")),
         lambda ctx: ctx.data.find(TICKET, Condition(field="title", op="like", value="%")),  # type: ignore[arg-type]
     ]
     for call in misuse:
@@ -248,6 +249,7 @@ async def test_find_operators(lab_host: Host, lab: LabPlugin) -> None:
         ([Condition(field="name", op="in", value=["apple", "cherry"])], {}, [ids[0], ids[2]]),
         ([Condition(field="name", op="in", value=[])], {}, []),
         ([Condition(field="note", op="contains", value="red")], {}, [ids[0], ids[2]]),
+        ([Condition(field="note", op="contains", value="RED T")], {}, ids[2:]),
         ([Condition(field="note", op="null", value=True)], {}, ids[1:2]),
         ([Condition(field="note", op="ne", value="red too")], {}, ids[:2]),
         ([], {"note": None}, ids[1:2]),
