@@ -237,7 +237,6 @@ class ActionRuntime:
                 raise NotFound(f"No {entity.fqn} with id '{subject_id}' in this tenant")
             row = dict(zip(render.columns, found[0], strict=True))
             subject = render(found[0])
-        await self._data.check_references(tx, actor.tenant_id, entity, values)
         ctx = InvocationContext(
             action=action,
             actor=actor,
@@ -249,6 +248,7 @@ class ActionRuntime:
             data=self._data.bind(tx, action, actor, subject_id),
         )
         await self._check_policies(action, ctx)
+        await self._data.check_references(tx, actor.tenant_id, entity, values)
         now = now_db()
         if isinstance(action.definition, CreateAction):
             self._prepare_create(action, actor, ctx, values, now)
