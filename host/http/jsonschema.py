@@ -84,6 +84,12 @@ _WRITE: Final[Mapping[str, Callable[[Field], Schema]]] = {
     FieldType.ENUM.value: lambda f: {"enum": list(f.options)},
     FieldType.MONEY.value: _write_money,
     FieldType.BOOLEAN.value: lambda _f: {"type": "boolean"},
+    FieldType.REFERENCE.value: lambda f: {
+        **_write_string(f),
+        "minLength": 1,
+        "description": f"{_TEXT_NOTE} The id of a {f.target} row of the same tenant "
+        "(checked on write).",
+    },
 }
 
 _READ: Final[Mapping[str, Callable[[Field], Schema]]] = {
@@ -95,6 +101,10 @@ _READ: Final[Mapping[str, Callable[[Field], Schema]]] = {
         f, {"type": "string", "pattern": r"^-?[0-9]+(\.[0-9]+)?$"}
     ),
     FieldType.BOOLEAN.value: lambda _f: {"type": "boolean"},
+    FieldType.REFERENCE.value: lambda f: {
+        "type": "string",
+        "description": f"The id of a {f.target} row.",
+    },
 }
 
 

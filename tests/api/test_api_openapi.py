@@ -16,7 +16,7 @@ from host.http.openapi import build_openapi, openapi_text
 from plugin_api.errors import ALL_ERRORS
 from plugin_api.testing import Host, TesseraHarness
 
-SAMPLES = Settings(plugins_only=("helpdesk", "billing"))
+SAMPLES = Settings(plugins_only=("helpdesk", "billing", "billing_helpdesk"))
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +50,14 @@ def test_the_sample_document_validates(document: dict[str, Any]) -> None:
     OpenAPIV31SpecValidator(document).validate()
     assert document["openapi"] == "3.1.0"
     operations = [(m, p) for p, item in document["paths"].items() for m in item if m != "options"]
-    # health, openapi, 4 projections, 13 actions
-    assert len(operations) == 19
+    # health, openapi, 6 projections, 14 actions
+    assert len(operations) == 22
+
+
+def test_a_reference_field_is_a_string_naming_its_target(document: dict[str, Any]) -> None:
+    text = json.dumps(document)
+    assert "The id of a helpdesk.ticket row of the same tenant (checked on write)." in text
+    assert "The id of a billing.invoice row." in text
 
 
 def test_every_projection_and_action_is_an_operation(document: dict[str, Any]) -> None:

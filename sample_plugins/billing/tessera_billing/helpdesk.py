@@ -24,6 +24,7 @@ from plugin_api import (
     hookimpl,
 )
 
+TESSERA_PLUGIN_API = "1.3"  # ctx.data and reference fields
 CHARGE = "billing.charge"
 TICKET = "helpdesk.ticket"
 
