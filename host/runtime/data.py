@@ -132,7 +132,7 @@ class ActionData:
         limit: int = 100,
     ) -> Sequence[Row]:
         compiled = self._entity(entity)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10**3:
+        if type(limit) is not int or not 1 <= limit <= MAX_FIND_LIMIT:
             raise ValueError(f"limit must be an integer from 1 to {MAX_FIND_LIMIT}")
         every = [*conditions, *(Condition(field=k, value=v) for k, v in (where or {}).items())]
         shape: list[tuple[str, str, int, bool]] = []
@@ -152,9 +152,9 @@ class ActionData:
             self._rt.dialect, self._rt.table(compiled), render.columns, tuple(shape)
         )
         rows = await run(self._tx, (statement, (*args, limit)))
-        version_at = render.columns.index("_version")
+        id_at, version_at = render.columns.index("id"), render.columns.index("_version")
         for row in rows:
-            self._seen.setdefault((entity, row[0]), row[version_at])
+            self._seen.setdefault((entity, row[id_at]), row[version_at])
         return render.many(rows)
 
     async def _read(self, entity: CompiledEntity, id: str) -> Sequence[Any] | None:
@@ -382,6 +382,8 @@ def _condition_values(entity: CompiledEntity, condition: Condition) -> tuple[str
     if op == "in":
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
             raise ValueError(f"operator in on {name!r} takes a sequence of values")
+        if len(value) > MAX_FIND_LIMIT:
+            raise ValueError(f"operator in on {name!r} takes at most {MAX_FIND_LIMIT} values")
         return op, [_value(field, name, item) for item in value]
     return op, [_value(field, name, value)]
 
