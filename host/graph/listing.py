@@ -29,6 +29,8 @@ class Kind(str, enum.Enum):
     ENUM = "enum"
     MONEY = "money"
     BOOLEAN = "boolean"
+    REFERENCE = "reference"
+    """A reference field: the referenced row's id (equality only)."""
     IDENTITY = "identity"
     """The system field ``id``."""
     TIMESTAMP = "timestamp"
@@ -44,6 +46,7 @@ OPERATORS: Final[Mapping[Kind, tuple[str, ...]]] = MappingProxyType(
         Kind.ENUM: (*_ORDERED, "null"),
         Kind.MONEY: (*_ORDERED, "null"),
         Kind.BOOLEAN: ("eq", "ne", "null"),
+        Kind.REFERENCE: ("eq", "ne", "in", "null"),
         Kind.IDENTITY: _ORDERED,
         Kind.TIMESTAMP: _ORDERED,
     }

@@ -22,7 +22,7 @@ from host.storage.sql import quote as _q
 
 __all__ = ["index_ddl", "select_list", "sort_expression"]
 
-_TEXT_KINDS: Final = frozenset({Kind.STRING, Kind.DATETIME, Kind.TIMESTAMP})
+_TEXT_KINDS: Final = frozenset({Kind.STRING, Kind.DATETIME, Kind.TIMESTAMP, Kind.REFERENCE})
 _COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 
 

@@ -139,3 +139,16 @@ async def test_the_compiler_names_the_plugin_of_a_dangling_reference(
     message = str(raised.value)
     assert "needs the FQN of its target entity" in message
     assert "target is only allowed on reference fields" in message
+
+
+async def test_a_reference_field_filters_a_list(host: Host) -> None:
+    client = staff(host)
+    first, second = [await new_ticket(client, billable=True) for _ in range(2)]
+    for ticket in (first, second):
+        assert (await charge(client, ticket)).status == 200
+    result = await client.request("GET", f"/projections/{CHARGE}.list?filter.ticket={second}")
+    assert result.status == 200, result.json
+    assert [item["ticket"] for item in result.json["data"]["items"]] == [second]
+    result = await client.request("GET", f"/projections/{CHARGE}.list?filter.invoice.null=true")
+    assert result.status == 200, result.json
+    assert result.json["data"]["items"] == []

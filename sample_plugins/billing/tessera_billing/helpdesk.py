@@ -19,6 +19,8 @@ from plugin_api import (
     Entity,
     Field,
     FieldType,
+    Filter,
+    ListOptions,
     Projection,
     WorkflowStateMismatch,
     hookimpl,
@@ -54,6 +56,8 @@ PROJECTIONS: tuple[Projection, ...] = (
         entity=CHARGE,
         fields=("id", "ticket", "hours", "amount", "invoice", "created_at"),
         actions=(f"{CHARGE}.create",),
+        # A reference is filterable like any column (indexed by tenant and value).
+        listing=ListOptions(filters=(Filter(field="ticket"), Filter(field="invoice"))),
     ),
 )
 
