@@ -18,11 +18,12 @@ from typing import Any, Final
 
 from host import __version__
 from host.graph.model import CompiledAction, CompiledProjection, Graph
-from host.http.cors import CORS_HEADERS, SECURITY_HEADERS
+from host.http.cors import ALLOW_HEADERS_WITH_KEY, CORS_HEADERS, SECURITY_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
 from host.http.viewschema import LOCALE, SCHEMA_VERSION, TARGET_PROFILE
 from host.query.params import SCHEMA_1_1
 from host.query.spec import list_spec
+from host.runtime.idempotency import IdempotencyKeyReused
 from host.systemfields import SYSTEM
 from plugin_api import errors as e
 from plugin_api.definitions import CreateAction, FieldType, TransitionAction, UpdateAction
@@ -43,6 +44,7 @@ STATUS_TEXT: Final[Mapping[int, str]] = {
     409: "Conflict",
     413: "Request body too large",
     415: "Content-Type not a JSON media type (the response's Accept header names one)",
+    422: "Idempotency-Key already used for another action or body",
     500: "Server error",
 }
 
@@ -377,6 +379,7 @@ def action_errors(action: CompiledAction) -> dict[int, set[str]]:
             kinds.setdefault(status, set()).update(extra)
     kinds.setdefault(413, set()).add("BadRequest")
     kinds.setdefault(415, set()).add("BadRequest")
+    kinds.setdefault(IdempotencyKeyReused.status, set()).add(IdempotencyKeyReused.kind)
     return kinds
 
 
@@ -412,7 +415,10 @@ def action_operation(action: CompiledAction, links: Mapping[str, Any]) -> dict[s
         "summary": f"Invoke action {action.fqn}",
         "description": _action_description(action),
         "tags": [action.entity.fqn],
-        "parameters": [_ref("parameters", name) for name in IDENTITY_HEADERS],
+        "parameters": [
+            *(_ref("parameters", name) for name in IDENTITY_HEADERS),
+            _ref("parameters", "Idempotency-Key"),
+        ],
         "requestBody": {
             "required": True,
             "content": {"application/json": {"schema": request_schema(action)}},
@@ -487,6 +493,19 @@ def _paths(graph: Graph) -> dict[str, Any]:
                 "responses": {"200": _json_response("Always", _ref("schemas", "Health"))},
             }
         },
+        "/_ready": {
+            "get": {
+                "operationId": "ready",
+                "summary": "Readiness probe: the database answers",
+                "description": "503 ServiceUnavailable in the error envelope when the database "
+                "does not answer within TESSERA_READY_TIMEOUT_S.",
+                "tags": ["service"],
+                "responses": {
+                    "200": _json_response("Ready", _ref("schemas", "Ready")),
+                    "503": _json_response("Not ready", _ref("schemas", "ErrorEnvelope")),
+                },
+            }
+        },
         "/openapi.json": {
             "get": {
                 "operationId": "openapi",
@@ -520,6 +539,20 @@ def _components(graph: Graph) -> dict[str, Any]:
                     "schema": {"const": value.decode()},
                 }
                 for name, value in CORS_HEADERS
+            },
+            _header_name(b"access-control-allow-headers"): {
+                "description": "CORS (on every response); names Idempotency-Key too when the "
+                "request sent one",
+                "schema": {
+                    "enum": [
+                        dict(CORS_HEADERS)[b"access-control-allow-headers"].decode(),
+                        ALLOW_HEADERS_WITH_KEY.decode(),
+                    ]
+                },
+            },
+            "Idempotent-Replayed": {
+                "description": "`true` on an answer replayed for a repeated Idempotency-Key",
+                "schema": {"const": "true"},
             },
             **{
                 _header_name(name): {
@@ -600,7 +633,16 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
         {
             "ok": {"const": False},
             "error": object_schema(
-                {"kind": {"enum": [e.kind for e in ALL_ERRORS]}, "message": {"type": "string"}},
+                {
+                    "kind": {
+                        "enum": [
+                            *(e.kind for e in ALL_ERRORS),
+                            IdempotencyKeyReused.kind,
+                            "ServiceUnavailable",
+                        ]
+                    },
+                    "message": {"type": "string"},
+                },
                 ["kind", "message"],
             ),
         },
@@ -613,6 +655,15 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
             "graphHash": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
         },
         ["ok", "service", "graphHash"],
+    ),
+    "Ready": object_schema(
+        {
+            "ok": {"const": True},
+            "service": {"type": "string"},
+            "graphHash": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+            "database": {"enum": ["sqlite", "postgresql"]},
+        },
+        ["ok", "service", "graphHash", "database"],
     ),
     "SubjectReference": object_schema(
         {
@@ -728,6 +779,17 @@ _PARAMETERS: Final[Mapping[str, Any]] = {
         "means a roleless actor (403 PolicyDenied on every action requiring a role). Sent "
         "more than once: 400.",
         "schema": {"type": "string"},
+    },
+    "Idempotency-Key": {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "description": "Makes a retry safe: the same key with the same action and body within "
+        "the retention window (TESSERA_IDEMPOTENCY_RETENTION_S) answers the first success "
+        "again, with `Idempotent-Replayed: true`, and runs nothing; with another action or "
+        "body it is 422 IdempotencyKeyReused. Scoped by tenant and actor; 1 to 255 visible "
+        "ASCII characters, else 400.",
+        "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
     },
     "subject": {
         "name": "subject",

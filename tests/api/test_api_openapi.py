@@ -50,8 +50,8 @@ def test_the_sample_document_validates(document: dict[str, Any]) -> None:
     OpenAPIV31SpecValidator(document).validate()
     assert document["openapi"] == "3.1.0"
     operations = [(m, p) for p, item in document["paths"].items() for m in item if m != "options"]
-    # health, openapi, 6 projections, 14 actions
-    assert len(operations) == 22
+    # health, ready, openapi, 6 projections, 14 actions
+    assert len(operations) == 23
 
 
 def test_a_reference_field_is_a_string_naming_its_target(document: dict[str, Any]) -> None:
@@ -139,6 +139,7 @@ def test_error_kinds_per_operation(document: dict[str, Any]) -> None:
         409: ["ConcurrencyConflict"],
         413: ["BadRequest"],
         415: ["BadRequest"],
+        422: ["IdempotencyKeyReused"],
         500: ["AuditEmissionFailed", "InternalError"],
     }
     start = kinds(document, "/actions/helpdesk.ticket.start")
@@ -148,7 +149,10 @@ def test_error_kinds_per_operation(document: dict[str, Any]) -> None:
     assert start[409] == ["ConcurrencyConflict", "WorkflowStateMismatch"]
     # A custom policy may raise any error of the taxonomy.
     close = kinds(document, "/actions/helpdesk.ticket.close")
-    assert {kind for listed in close.values() for kind in listed} == {e.kind for e in ALL_ERRORS}
+    assert {kind for listed in close.values() for kind in listed} == {
+        *(e.kind for e in ALL_ERRORS),
+        "IdempotencyKeyReused",
+    }
     assert kinds(document, "/projections/helpdesk.ticket.queue", "get") == {
         400: ["BadRequest"],
         500: ["InternalError"],
@@ -158,7 +162,7 @@ def test_error_kinds_per_operation(document: dict[str, Any]) -> None:
 def test_identity_headers_and_cors(document: dict[str, Any]) -> None:
     op = operation(document, "/actions/helpdesk.ticket.start")
     refs = [p["$ref"].rsplit("/", 1)[1] for p in op["parameters"]]
-    assert refs == ["X-Tenant-ID", "X-Actor-Id", "X-Actor-Roles"]
+    assert refs == ["X-Tenant-ID", "X-Actor-Id", "X-Actor-Roles", "Idempotency-Key"]
     assert document["components"]["parameters"]["X-Tenant-ID"]["required"] is True
     headers = op["responses"]["403"]["headers"]
     assert "Access-Control-Allow-Origin" in headers and "X-Request-Id" in headers
