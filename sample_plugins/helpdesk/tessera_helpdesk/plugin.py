@@ -18,6 +18,8 @@ from plugin_api import (
     ListOptions,
     PolicyHandler,
     Projection,
+    ReadAccess,
+    RowScope,
     Stamp,
     Transition,
     TransitionAction,
@@ -195,6 +197,27 @@ PROJECTIONS: tuple[Projection, ...] = (
         fields=("id", "title", "billable", "invoice", "updated_at", "_version"),
         actions=(f"{TICKET}.edit",),
     ),
+    # docs:start mine-projection
+    # "My tickets": a requester sees the tickets they requested, an agent every ticket of
+    # the tenant. Filters, sort, search and pages apply inside that scope.
+    Projection(
+        fqn=f"{TICKET}.mine",
+        entity=TICKET,
+        fields=("id", "title", "priority", "state", "requester", "assignee", "created_at"),
+        actions=tuple(f"{TICKET}.{name}" for name in ("create", "start", "close", "reopen")),
+        listing=ListOptions(
+            filters=(Filter(field="state"), Filter(field="priority")),
+            sortable=("created_at", "priority", "title"),
+            default_sort=("-created_at",),
+            search=("title",),
+            default_page_size=50,
+        ),
+        access=ReadAccess(
+            roles=("requester", "agent"),
+            scope=RowScope(field="requester", exempt=("agent",)),
+        ),
+    ),
+    # docs:end mine-projection
 )
 # docs:end helpdesk-projections
 
