@@ -197,7 +197,6 @@ PROJECTIONS: tuple[Projection, ...] = (
         fields=("id", "title", "billable", "invoice", "updated_at", "_version"),
         actions=(f"{TICKET}.edit",),
     ),
-    # docs:start mine-projection
     # "My tickets": a requester sees the tickets they requested, an agent every ticket of
     # the tenant. Filters, sort, search and pages apply inside that scope.
     Projection(
@@ -217,7 +216,6 @@ PROJECTIONS: tuple[Projection, ...] = (
             scope=RowScope(field="requester", exempt=("agent",)),
         ),
     ),
-    # docs:end mine-projection
 )
 # docs:end helpdesk-projections
 
