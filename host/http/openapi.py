@@ -248,7 +248,7 @@ def projection_operation(projection: CompiledProjection) -> dict[str, Any]:
     access = projection.definition.access
     if access is None:
         responses.update(_error_responses(_error_kinds(BadRequest, InternalError)))
-        description = f"Rows of {entity} of the tenant. No policy applies to this projection."
+        description = f"Rows of {entity} of the tenant. No policy applies to projections."
         identity = [_ref("parameters", "X-Tenant-ID")]
     else:
         errors = _error_kinds(BadRequest, InternalError, e.PolicyDenied)
