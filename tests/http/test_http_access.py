@@ -372,3 +372,14 @@ async def test_property_no_row_outside_scope_or_tenant(tessera: TesseraHarness) 
 
     await asyncio.to_thread(prop)
     assert checked["reads"] > 0 and checked["refused"] > 0
+
+
+async def test_a_long_scoped_list_is_streamed_in_scope(tessera: TesseraHarness) -> None:
+    host = await tessera.start(plugins=["helpdesk"], list_chunk_rows=2)
+    truth = await _seed(host)
+    for actor in ACTORS:
+        requester = host.client(tenant="t1", actor=actor, roles=["requester"])
+        result = await requester.projection(MINE)
+        assert result.status == 200
+        assert [i["id"] for i in result.items] == sorted(_visible(truth["t1"], actor, set()))
+        assert result.json["data"]["pagination"] == {"pageSize": 3, "nextCursor": None}
