@@ -19,6 +19,9 @@ from plugin_api import (
     PolicyHandler,
     Projection,
     ReadAccess,
+    ReadContext,
+    ReadPolicyResult,
+    RowCondition,
     RowScope,
     Stamp,
     Transition,
@@ -244,6 +247,21 @@ def escalate(ctx: ActionContext) -> None:
 
 
 # docs:end escalate-effect
+
+
+# An example read policy (not registered here: the plugin's tests register it for a
+# projection of their own, see docs/writing-plugins.md, "Read access").
+# docs:start read-policy
+def open_tickets_only(ctx: ReadContext) -> ReadPolicyResult:
+    """Guests see open tickets only; a suspended reader nothing; anyone else every ticket."""
+    if "suspended" in ctx.roles:
+        return False  # 403 PolicyDenied
+    if "guest" in ctx.roles:
+        return RowCondition(field="state", operator="eq", value="open")
+    return True
+
+
+# docs:end read-policy
 
 
 # docs:start helpdesk-hooks

@@ -101,15 +101,9 @@ async def test_queue_lists_the_tenant_tickets(agent: Client, rita: Client) -> No
 
 from collections.abc import Mapping, Sequence  # noqa: E402
 
-from plugin_api import (  # noqa: E402
-    Projection,
-    ReadAccess,
-    ReadContext,
-    ReadPolicyHandler,
-    ReadPolicyResult,
-    RowCondition,
-    hookimpl,
-)
+from tessera_helpdesk.plugin import open_tickets_only  # noqa: E402
+
+from plugin_api import Projection, ReadAccess, ReadPolicyHandler, hookimpl  # noqa: E402
 
 
 async def test_mine_shows_a_requester_their_tickets_and_an_agent_all(
@@ -122,19 +116,6 @@ async def test_mine_shows_a_requester_their_tickets_and_an_agent_all(
     assert (await rita.projection(f"{TICKET}.mine", subject=other)).item is None
     every = await agent.projection(f"{TICKET}.mine")
     assert {item["id"] for item in every.items} == {own, other}
-
-
-# docs:start read-policy
-def open_tickets_only(ctx: ReadContext) -> ReadPolicyResult:
-    """Guests see open tickets only; a suspended reader nothing; anyone else every ticket."""
-    if "suspended" in ctx.roles:
-        return False  # 403 PolicyDenied
-    if "guest" in ctx.roles:
-        return RowCondition(field="state", operator="eq", value="open")
-    return True
-
-
-# docs:end read-policy
 
 
 class Board:
