@@ -24,6 +24,7 @@ import plugin_api.hookspecs
 from host.config import Settings
 from host.plugin_version import api_version_error
 from plugin_api import ENTRY_POINT_GROUP, PROJECT_NAME
+from plugin_api.access import ReadPolicyHandler
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import (
     Action,
@@ -97,6 +98,9 @@ class PluginContribution:
     projections: tuple[Projection, ...] = ()
     policies: Mapping[str, PolicyHandler] = field(default_factory=lambda: MappingProxyType({}))
     effects: Mapping[str, EffectHandler] = field(default_factory=lambda: MappingProxyType({}))
+    read_policies: Mapping[str, ReadPolicyHandler] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     errors: tuple[str, ...] = ()
 
 
@@ -362,6 +366,7 @@ def contributions(loaded: LoadedPlugins) -> list[PluginContribution]:
                 projections=collect.sequence("tessera_projections", Projection, "a Projection"),
                 policies=collect.handlers("tessera_policies"),
                 effects=collect.handlers("tessera_effects"),
+                read_policies=collect.handlers("tessera_read_policies"),
                 errors=tuple(collect.errors),
             )
         )

@@ -7,6 +7,14 @@ group. See ``docs/writing-plugins.md``.
 """
 
 from plugin_api._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
+from plugin_api.access import (
+    ReadAccess,
+    ReadContext,
+    ReadPolicyHandler,
+    ReadPolicyResult,
+    RowCondition,
+    RowScope,
+)
 from plugin_api.context import ActionContext, EffectHandler, PolicyHandler, QueryHandle
 from plugin_api.data import OPERATORS, Condition, DataAccess, Operator, Row
 from plugin_api.definitions import (
@@ -86,7 +94,13 @@ __all__ = [
     "Projection",
     "ProjectionNotFound",
     "QueryHandle",
+    "ReadAccess",
+    "ReadContext",
+    "ReadPolicyHandler",
+    "ReadPolicyResult",
     "Row",
+    "RowCondition",
+    "RowScope",
     "Stamp",
     "StampSource",
     "TenantBoundaryViolation",

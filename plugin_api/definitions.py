@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, Union
 
 if TYPE_CHECKING:
+    from plugin_api.access import ReadAccess
     from plugin_api.listing import ListOptions
 
 JSONScalar: TypeAlias = str | int | float | bool | None
@@ -310,6 +311,8 @@ class Projection:
     :param actions: FQNs of actions offered with the view, in order (same entity).
     :param listing: what a client may filter, sort and search in the list form, and its
         page sizes (:class:`plugin_api.listing.ListOptions`); ``None``: nothing but paging.
+    :param access: who may read it and which rows (:class:`plugin_api.access.ReadAccess`);
+        ``None``: anyone who names the tenant reads every row, as in v0.1.
     """
 
     fqn: str
@@ -317,6 +320,7 @@ class Projection:
     fields: tuple[str, ...]
     actions: tuple[str, ...] = ()
     listing: ListOptions | None = None
+    access: ReadAccess | None = None
 
     def __post_init__(self) -> None:
         _as_tuples(self, "fields", "actions")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from plugin_api._markers import hookspec
+from plugin_api.access import ReadPolicyHandler
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import Action, Entity, Projection
 
@@ -92,5 +93,21 @@ def tessera_effects() -> Mapping[str, EffectHandler]:
     transaction after the built-in effect (insert values, transition target and stamps, or
     patch) has been prepared and before the row is written, so values it sets are written in
     the same statement and reported in the outputs.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def tessera_read_policies() -> Mapping[str, ReadPolicyHandler]:
+    """Return the read policies this plugin implements, by name.
+
+    :returns: a mapping of policy name (such as ``helpdesk.office_hours``) to a handler taking
+        a :class:`~plugin_api.ReadContext` and returning ``True`` (allow), a
+        :class:`~plugin_api.RowCondition` or a sequence of them (allow only matching rows), or
+        anything else (deny with 403 ``PolicyDenied``); sync or async.
+
+    Result rule: as for :func:`tessera_policies`; every name a projection's
+    ``access.policies`` refers to must be implemented by some installed plugin. Read policies
+    run after the role check and before anything is read; they must not touch the database.
     """
     raise NotImplementedError

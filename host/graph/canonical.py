@@ -84,9 +84,11 @@ def _encode(value: object) -> object:
 def _definition(kind: str, definition: Entity | Action | Projection) -> JSONObject:
     encoded = _encode(definition)
     assert isinstance(encoded, dict)
-    if kind == "projection" and encoded.get("listing", False) is None:
-        # A projection without list declarations hashes as it did before they existed.
-        del encoded["listing"]
+    for optional in ("listing", "access"):
+        if kind == "projection" and encoded.get(optional, False) is None:
+            # A projection without list or access declarations hashes as it did before
+            # they existed.
+            del encoded[optional]
     document: JSONObject = {"kind": kind, "attributes": encoded}
     if kind == "action":
         document["actionKind"] = _ACTION_KINDS[type(definition)]
@@ -100,6 +102,7 @@ def canonical_document(
     projections: Iterable[Projection],
     policies: Iterable[str],
     effects: Iterable[str],
+    read_policies: Iterable[str] = (),
 ) -> JSONObject:
     """The canonical form as a JSON-ready dict (see the module docstring)."""
     definitions = [
@@ -108,12 +111,15 @@ def canonical_document(
         *(_definition("projection", p) for p in projections),
     ]
     definitions.sort(key=lambda d: (d["kind"], d["attributes"]["fqn"]))  # type: ignore[index]
-    return {
+    document: JSONObject = {
         "format": FORMAT,
         "definitions": definitions,
         "policies": sorted(policies),
         "effects": sorted(effects),
     }
+    if read := sorted(read_policies):  # absent when empty: earlier graphs keep their hash
+        document["readPolicies"] = read
+    return document
 
 
 def canonical_form(
@@ -123,6 +129,7 @@ def canonical_form(
     projections: Iterable[Projection],
     policies: Iterable[str],
     effects: Iterable[str],
+    read_policies: Iterable[str] = (),
 ) -> bytes:
     """The canonical serialisation (UTF-8 JSON bytes) the graph hash is computed over.
 
@@ -135,6 +142,7 @@ def canonical_form(
         projections=projections,
         policies=policies,
         effects=effects,
+        read_policies=read_policies,
     )
     text = json.dumps(
         document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False

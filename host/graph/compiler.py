@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from host.graph.access import check_access
 from host.graph.canonical import canonical_form, graph_hash
 from host.graph.checks import (
     TABLE_NAME_MAX_LENGTH,
@@ -278,6 +279,7 @@ def _compile_projection(
     plugin: PluginInfo,
     entities: Mapping[str, CompiledEntity],
     actions: Mapping[str, CompiledAction],
+    read_policies: Mapping[str, object],
     errors: _Errors,
 ) -> CompiledProjection | None:
     say = errors.about(plugin, f"projection {projection.fqn!r}")
@@ -306,6 +308,7 @@ def _compile_projection(
     if entity is None:
         return None
     check_listing(projection.listing, entity, say)
+    check_access(projection.access, entity, read_policies, say)
     return CompiledProjection(
         definition=projection, plugin=plugin, entity=entity, actions=tuple(compiled)
     )
@@ -349,6 +352,9 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         errors.messages.extend(contribution.errors)
     policies = _handlers("policy", ((c.plugin, c.policies) for c in contribs), errors)
     effects = _handlers("effect", ((c.plugin, c.effects) for c in contribs), errors)
+    read_policies = _handlers(
+        "read policy", ((c.plugin, c.read_policies) for c in contribs), errors
+    )
 
     entity_defs = _merge(
         "entity", _valid(_of(contribs, lambda c: c.entities), Entity, "an entity", errors), errors
@@ -376,7 +382,9 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
     )
     projections: dict[str, CompiledProjection] = {}
     for fqn, (plugin, projection) in sorted(projection_defs.items()):
-        compiled_projection = _compile_projection(projection, plugin, entities, actions, errors)
+        compiled_projection = _compile_projection(
+            projection, plugin, entities, actions, read_policies, errors
+        )
         if compiled_projection is not None:
             projections[fqn] = compiled_projection
     if errors.messages:
@@ -389,6 +397,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
             projections=[p.definition for p in projections.values()],
             policies=policies,
             effects=effects,
+            read_policies=read_policies,
         )
     except (TypeError, ValueError) as exc:  # a value JSON cannot hold exactly
         raise GraphError([f"the graph has no canonical JSON form: {exc}"]) from exc
@@ -399,6 +408,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         projections=MappingProxyType(projections),
         policies=MappingProxyType(policies),
         effects=MappingProxyType(effects),
+        read_policies=MappingProxyType(read_policies),
         canonical=canonical,
         hash=graph_hash(canonical),
     )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from host.plugins import PluginInfo
+from plugin_api.access import ReadPolicyHandler
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import (
     Action,
@@ -20,7 +21,7 @@ from plugin_api.definitions import (
     Workflow,
 )
 
-H = TypeVar("H", EffectHandler, PolicyHandler)
+H = TypeVar("H", EffectHandler, PolicyHandler, ReadPolicyHandler)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -118,6 +119,7 @@ class Graph:
     projections: Mapping[str, CompiledProjection]
     policies: Mapping[str, RegisteredHandler[PolicyHandler]]
     effects: Mapping[str, RegisteredHandler[EffectHandler]]
+    read_policies: Mapping[str, RegisteredHandler[ReadPolicyHandler]]
     canonical: bytes
     """The canonical serialisation the hash is computed over (UTF-8 JSON)."""
     hash: str

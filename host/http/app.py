@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 
@@ -20,9 +21,10 @@ from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.metrics import Metrics
-from host.query.document import detail_document
-from host.query.params import SCHEMA_1_1, negotiate, parse_list_query
+from host.query.document import detail_document, offer
+from host.query.params import SCHEMA_1_1, Condition, negotiate, parse_list_query
 from host.runtime import idempotency, resolve_actor, resolve_tenant
+from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
 from host.startup import StartupError
 from host.storage.plan import SchemaEvolutionError
@@ -70,6 +72,7 @@ def create_app(
     templates = {
         fqn: ViewSchemaTemplate(projection) for fqn, projection in graph.projections.items()
     }
+    gate = ReadGate(graph)
     state: dict[str, Service] = {}
     prefix = settings.api_prefix
 
@@ -135,23 +138,39 @@ def create_app(
 
     @app.get(f"{prefix}/projections/<fqn>")
     async def projection(fqn: str) -> Response:
-        tenant = resolve_tenant(request.headers.getlist("X-Tenant-ID"))
+        headers = request.headers
+        tenant = resolve_tenant(headers.getlist("X-Tenant-ID"))
         template = templates.get(fqn)
         if template is None:
             raise ProjectionNotFound(f"Unknown projection '{fqn}'")
         compiled = template.projection
+        lists = service().lists
+        spec = lists.spec(fqn)
+        subject = request.args.get("subject")
+        scope: tuple[Condition, ...] = ()
+        offered: frozenset[str] | None = None
+        if compiled.definition.access is not None:  # docs/http.md, "Read access"
+            actor = resolve_actor(
+                headers.getlist("X-Tenant-ID"),
+                headers.getlist("X-Actor-Id"),
+                headers.getlist("X-Actor-Roles"),
+            )
+            scope = await gate.conditions(compiled, actor, spec, subject)
+            offered = offered_actions(compiled, actor)
         generated_at = str(render_datetime(now_db()))
         reader = service().reader
-        subject = request.args.get("subject")
         version = negotiate(request.args.getlist("acceptSchemaVersions"))
-        lists = service().lists
         if subject is None:
             chunk_rows = settings.list_chunk_rows
-            query = parse_list_query(request.args, lists.spec(fqn), version, tenant, lists.cursors)
+            query = parse_list_query(request.args, spec, version, tenant, lists.cursors, scope)
             if query is not None:  # list parameters or 1.1.0 (docs/http.md, "Lists")
+                query = dataclasses.replace(query, offered=offered)
                 args = (lists, template, compiled, query, tenant, generated_at, chunk_rows)
                 return await list_response(*args)
-            listing = await reader.read_list(compiled, tenant, chunk_rows)
+            if scope:
+                listing = await lists.scoped(compiled, tenant, scope, chunk_rows)
+            else:
+                listing = await reader.read_list(compiled, tenant, chunk_rows)
             if listing.rest is None:
                 return json_response(template.render_list(tenant, generated_at, listing.first))
             # A long list is streamed: memory stays bounded by one chunk of rows, and no
@@ -160,10 +179,13 @@ def create_app(
                 template.list_stream(tenant, generated_at, listing.first, listing.rest),
                 content_type=JSON,
             )
-        item = await reader.get_row(compiled, tenant, subject)
+        if scope:
+            item = await lists.one(compiled, tenant, subject, scope)
+        else:
+            item = await reader.get_row(compiled, tenant, subject)
         document = template.render_detail(tenant, generated_at, item)
         if version == SCHEMA_1_1:
-            document = detail_document(document, lists.spec(fqn))
+            document = offer(detail_document(document, spec), offered)
         return json_response(document)
 
     @app.post(f"{prefix}/actions/<fqn>")

@@ -26,6 +26,7 @@ from host.query.spec import list_spec
 from host.runtime.idempotency import IdempotencyKeyReused
 from host.systemfields import SYSTEM
 from plugin_api import errors as e
+from plugin_api.access import ReadAccess
 from plugin_api.definitions import CreateAction, FieldType, TransitionAction, UpdateAction
 from plugin_api.errors import ALL_ERRORS, BadRequest, InternalError, TesseraError
 
@@ -245,16 +246,47 @@ def projection_operation(projection: CompiledProjection) -> dict[str, Any]:
             "(`item` is null for an unknown subject).",
             view_schema(projection, _ref("schemas", f"{projection.fqn}.Row")),
         ),
-        **_error_responses(_error_kinds(BadRequest, InternalError)),
     }
+    access = projection.definition.access
+    if access is None:
+        responses.update(_error_responses(_error_kinds(BadRequest, InternalError)))
+        description = f"Rows of {entity} of the tenant. No policy applies to projections."
+        identity = [_ref("parameters", "X-Tenant-ID")]
+    else:
+        errors = _error_kinds(BadRequest, InternalError, e.PolicyDenied)
+        responses.update(_error_responses(errors))
+        description = f"Rows of {entity} of the tenant the reader may see. " + _access_text(access)
+        identity = [_ref("parameters", name) for name in IDENTITY_HEADERS]
     return {
         "operationId": f"render.{projection.fqn}",
         "summary": f"Render projection {projection.fqn}",
-        "description": f"Rows of {entity} of the tenant. No policy applies to projections.",
+        "description": description,
         "tags": [entity],
-        "parameters": [_ref("parameters", "X-Tenant-ID"), *projection_parameters(projection)],
+        "parameters": [*identity, *projection_parameters(projection)],
         "responses": responses,
     }
+
+
+def _access_text(access: ReadAccess) -> str:
+    """The read access rules of a projection, for its operation's description."""
+    parts = []
+    if access.roles:
+        parts.append(
+            f"Requires one of the roles {', '.join(access.roles)} (otherwise 403 PolicyDenied, "
+            "nothing read)."
+        )
+    if access.scope is not None:
+        exempt = ", ".join(access.scope.exempt) or "none"
+        parts.append(
+            f"Only rows whose {access.scope.field} equals X-Actor-Id (exempt roles: {exempt}); "
+            "a detail out of scope has a null item."
+        )
+    if access.policies:
+        parts.append(
+            f"Read policies {', '.join(access.policies)} may refuse (403 PolicyDenied) or "
+            "restrict the rows."
+        )
+    return " ".join(parts)
 
 
 # -- actions -----------------------------------------------------------------------------------

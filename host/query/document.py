@@ -16,7 +16,7 @@ from host.query.params import SCHEMA_1_1, ListQuery
 from host.query.spec import ListSpec
 from host.systemfields import SYSTEM
 
-__all__ = ["detail_document", "list_document", "list_stream"]
+__all__ = ["detail_document", "list_document", "list_stream", "offer"]
 
 Rows = list[dict[str, Any]]
 
@@ -66,11 +66,20 @@ def _pagination(spec: ListSpec, query: ListQuery, size: int, cursor: str | None)
     return pagination
 
 
+def offer(document: dict[str, Any], offered: frozenset[str] | None) -> dict[str, Any]:
+    """Keep only the ``offered`` actions of a 1.1.0 document (``None``: all of them)."""
+    if offered is not None:
+        document["actions"] = [a for a in document["actions"] if a["fqn"] in offered]
+    return document
+
+
 def _head(
     template: ViewSchemaTemplate, spec: ListSpec, query: ListQuery, tenant: str, generated_at: str
 ) -> dict[str, Any]:
     document = template.render_list(tenant, generated_at, [])
-    return _upgrade(document, spec, query) if query.version == SCHEMA_1_1 else document
+    if query.version != SCHEMA_1_1:
+        return document
+    return offer(_upgrade(document, spec, query), query.offered)
 
 
 def list_document(

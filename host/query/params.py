@@ -72,6 +72,10 @@ class ListQuery:
     """The keyset values of the cursor: the sort keys' stored values, then ``id``."""
     binding: bytes
     """What a cursor of this request is bound to (see :mod:`host.query.cursor`)."""
+    scope: tuple[Condition, ...] = ()
+    """The reader's row conditions (:mod:`host.runtime.access`), applied with the filters."""
+    offered: frozenset[str] | None = None
+    """The FQNs of the actions a 1.1.0 document offers (``None``: every declared action)."""
 
     @property
     def needle(self) -> str | None:
@@ -98,15 +102,19 @@ def binding(
     conditions: Sequence[Condition],
     sort: Sequence[SortKey],
     q: str | None,
+    scope: Sequence[Condition] = (),
 ) -> bytes:
-    """The canonical bytes a cursor is bound to."""
-    document = [
+    """The canonical bytes a cursor is bound to (with the reader's row scope, if any, so a
+    cursor cannot be replayed by a reader of another scope)."""
+    document: list[object] = [
         tenant,
         spec.fqn,
         sorted([c.column.name, c.operator, list(c.values)] for c in conditions),
         [key.text for key in sort],
         None if q is None else fold(q),
     ]
+    if scope:
+        document.append([[c.column.name, c.operator, list(c.values)] for c in scope])
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
@@ -197,10 +205,16 @@ def _search(text: str, spec: ListSpec) -> str | None:
 
 
 def parse_list_query(
-    args: Args, spec: ListSpec, version: str, tenant: str, cursors: CursorCodec
+    args: Args,
+    spec: ListSpec,
+    version: str,
+    tenant: str,
+    cursors: CursorCodec,
+    scope: tuple[Condition, ...] = (),
 ) -> ListQuery | None:
     """The list query of a request, or ``None`` when the request is answered as in v0.1
-    (ViewSchema 1.0.0 and none of the list parameters).
+    (ViewSchema 1.0.0 and none of the list parameters). ``scope`` holds the reader's row
+    conditions, applied inside the same ``WHERE`` and bound into the cursor.
 
     :raises BadRequest: naming the parameter and what is allowed.
     """
@@ -227,15 +241,16 @@ def parse_list_query(
         page_size = spec.default_page_size
     else:
         page_size = None
-    bound = binding(tenant, spec, conditions, sort, q)
+    bound = binding(tenant, spec, conditions, sort, q, scope)
     after: tuple[KeysetValue, ...] | None = None
     if token is not None:
         values = cursors.decode(token, bound, len(sort) + 1)
         if values is None:
             raise BadRequest(
                 "Parameter 'cursor' is not a cursor of this request: it was altered, or it "
-                "was issued for another tenant, projection, filter set, sort or search; send "
-                "the nextCursor of the previous page with the same filter.*, sort and q"
+                "was issued for another tenant, projection, reader, filter set, sort or "
+                "search; send the nextCursor of the previous page with the same filter.*, sort "
+                "and q"
             )
         after = tuple(values)
     return ListQuery(
@@ -246,4 +261,5 @@ def parse_list_query(
         page_size=page_size,
         after=after,
         binding=bound,
+        scope=scope,
     )

@@ -14,7 +14,7 @@ from typing import Any
 from host.graph.listing import Kind
 from host.graph.model import CompiledProjection, Graph
 from host.query.cursor import CursorCodec, KeysetValue
-from host.query.params import ListQuery
+from host.query.params import SCHEMA_1_0, Condition, ListQuery
 from host.query.spec import ID_COLUMN, ListSpec, list_spec
 from host.runtime.reads import ListRead, projection_columns
 from host.runtime.rows import RowRenderer
@@ -101,6 +101,50 @@ class ListReader:
         rows = rows[:page_size]
         cursor = self.cursors.encode(query.binding, self._keyset(read, query, rows[-1]))
         return read.render.many(rows), cursor
+
+    async def one(
+        self,
+        projection: CompiledProjection,
+        tenant: str,
+        subject: str,
+        scope: tuple[Condition, ...],
+    ) -> dict[str, Any] | None:
+        """The row ``subject`` of the tenant if it matches ``scope``, else ``None`` (a row
+        out of scope reads exactly like an unknown one)."""
+        read = self._reads[projection.fqn]
+        query = ListQuery(
+            version=SCHEMA_1_0,
+            conditions=(Condition(ID_COLUMN, "eq", (subject,)),),
+            sort=(),
+            q=None,
+            page_size=1,
+            after=None,
+            binding=b"",
+            scope=scope,
+        )
+        rows = await self._rows(read, query, tenant, None, 1)
+        return read.render(rows[0]) if rows else None
+
+    async def scoped(
+        self,
+        projection: CompiledProjection,
+        tenant: str,
+        scope: tuple[Condition, ...],
+        chunk_size: int,
+    ) -> ListRead:
+        """Every row of the tenant in ``scope``, in id order, as
+        :meth:`host.runtime.reads.ProjectionReader.read_list` reads a whole list."""
+        query = ListQuery(
+            version=SCHEMA_1_0,
+            conditions=(),
+            sort=(),
+            q=None,
+            page_size=None,
+            after=None,
+            binding=b"",
+            scope=scope,
+        )
+        return await self.every_row(projection, tenant, query, chunk_size)
 
     async def every_row(
         self, projection: CompiledProjection, tenant: str, query: ListQuery, chunk_size: int

@@ -205,6 +205,7 @@ def select_list(
     order, after the keyset ``after`` (if any), at most ``limit``; and its parameters."""
     params = _Params(dialect)
     where = [f"tenant_id = {params.mark(tenant)}"]
+    where.extend(_condition(condition, params) for condition in query.scope)
     where.extend(_condition(condition, params) for condition in query.conditions)
     if query.needle is not None and search:
         where.append(_search(query, search, params))

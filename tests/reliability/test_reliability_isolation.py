@@ -215,3 +215,81 @@ def test_random_action_sequences_never_cross_tenants(
     assert tally["cross_tenant_attempts"] > 0
     statuses = {k[7:]: tally.pop(k) for k in sorted(tally) if k.startswith("status_")}
     figures.update(tally, step_statuses=statuses, leaks=0, foreign_rows_changed=0)
+
+
+# -- scoped reads under concurrent writes ------------------------------------------------------
+
+MINE = f"{TICKET}.mine"
+SCOPED_TENANTS = ("scope", "SCOPE", "scope%")
+REQUESTERS = ("rita", "sam", "tom")
+
+
+async def _scoped_pages(
+    client: httpx.AsyncClient, tenant: str, actor: str, roles: list[str], size: int
+) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    params = {"pageSize": str(size), "sort": "-created_at"}
+    while True:
+        response = await client.get(
+            f"/projections/{MINE}", params=params, headers=identity(tenant, actor, roles)
+        )
+        assert response.status_code == 200, response.text
+        data = response.json()["data"]
+        items.extend(data["items"])
+        if data["pagination"]["nextCursor"] is None:
+            return items
+        params["cursor"] = data["pagination"]["nextCursor"]
+
+
+def test_scoped_reads_under_concurrent_writes(start_host: Any, figures: dict[str, Any]) -> None:
+    """Requesters page through ``helpdesk.ticket.mine`` while tickets of every requester of
+    three look-alike tenants are being created: no page ever holds a ticket of another
+    requester or another tenant, and at the end each reader sees exactly their tickets."""
+    host: HostProcess = start_host(workers=2)
+    created: dict[tuple[str, str], set[str]] = {
+        (tenant, actor): set() for tenant in SCOPED_TENANTS for actor in REQUESTERS
+    }
+    tally = {"writes": 0, "scoped_reads": 0, "rows_checked": 0}
+
+    async def writer(client: httpx.AsyncClient, tenant: str, actor: str) -> None:
+        for n in range(12):
+            response = await client.post(
+                f"/actions/{TICKET}.create",
+                json={"subject": None, "inputs": {"title": f"{tenant}/{actor}/{n}"}},
+                headers=identity(tenant, actor, ["requester"]),
+            )
+            assert response.status_code == 200, response.text
+            created[(tenant, actor)].add(response.json()["outputs"]["id"])
+            tally["writes"] += 1
+
+    async def reader(client: httpx.AsyncClient, tenant: str, actor: str, size: int) -> None:
+        for _ in range(8):
+            items = await _scoped_pages(client, tenant, actor, ["requester"], size)
+            tally["scoped_reads"] += 1
+            foreign = set().union(*(ids for key, ids in created.items() if key != (tenant, actor)))
+            for item in items:
+                assert item["requester"] == actor, item
+                assert item["title"].startswith(f"{tenant}/{actor}/"), item
+                assert item["id"] not in foreign, item
+                tally["rows_checked"] += 1
+
+    async def run() -> None:
+        async with httpx.AsyncClient(base_url=host.base_url + "/api", timeout=30) as client:
+            await asyncio.gather(
+                *(writer(client, t, a) for t in SCOPED_TENANTS for a in REQUESTERS),
+                *(
+                    reader(client, t, a, size)
+                    for t in SCOPED_TENANTS
+                    for a, size in zip(REQUESTERS, (1, 3, 50), strict=True)
+                ),
+            )
+            for (tenant, actor), ids in created.items():
+                final = await _scoped_pages(client, tenant, actor, ["requester"], 5)
+                assert {item["id"] for item in final} == ids
+                agent = await _scoped_pages(client, tenant, "ann", ["agent"], 50)
+                everyone = {i for (t, _), s in created.items() if t == tenant for i in s}
+                assert {item["id"] for item in agent} == everyone
+
+    asyncio.run(run())
+    assert tally["rows_checked"] > 0
+    figures.update(tally, leaks=0)

@@ -15,6 +15,7 @@ from plugin_api import (
     Filter,
     ListOptions,
     Projection,
+    ReadAccess,
     Stamp,
     Transition,
     TransitionAction,
@@ -132,6 +133,25 @@ PROJECTIONS: tuple[Projection, ...] = (
     ),
 )
 
+# docs:start clerk-projection
+# The clerks' desk: invoices with their lines, readable only with the ``clerk`` role
+# (anyone else gets 403 PolicyDenied and nothing is read).
+DESK = Projection(
+    fqn=f"{INVOICE}.desk",
+    entity=INVOICE,
+    fields=("id", "number", "customer", "amount", "lines", "status", "paid", "updated_at"),
+    actions=tuple(f"{INVOICE}.{name}" for name in ("create", "amend", "issue", "pay")),
+    listing=ListOptions(
+        filters=(Filter(field="status"), Filter(field="paid")),
+        sortable=("updated_at", "amount"),
+        default_sort=("-updated_at",),
+        search=("customer", "number"),
+        default_page_size=50,
+    ),
+    access=ReadAccess(roles=("clerk",)),
+)
+# docs:end clerk-projection
+
 
 # docs:start assign-number-effect
 async def assign_number(ctx: ActionContext) -> None:
@@ -155,7 +175,7 @@ def tessera_actions() -> Sequence[Action]:
 
 @hookimpl
 def tessera_projections() -> Sequence[Projection]:
-    return PROJECTIONS
+    return (*PROJECTIONS, DESK)
 
 
 @hookimpl

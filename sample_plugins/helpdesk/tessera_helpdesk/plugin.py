@@ -18,6 +18,11 @@ from plugin_api import (
     ListOptions,
     PolicyHandler,
     Projection,
+    ReadAccess,
+    ReadContext,
+    ReadPolicyResult,
+    RowCondition,
+    RowScope,
     Stamp,
     Transition,
     TransitionAction,
@@ -195,6 +200,25 @@ PROJECTIONS: tuple[Projection, ...] = (
         fields=("id", "title", "billable", "invoice", "updated_at", "_version"),
         actions=(f"{TICKET}.edit",),
     ),
+    # "My tickets": a requester sees the tickets they requested, an agent every ticket of
+    # the tenant. Filters, sort, search and pages apply inside that scope.
+    Projection(
+        fqn=f"{TICKET}.mine",
+        entity=TICKET,
+        fields=("id", "title", "priority", "state", "requester", "assignee", "created_at"),
+        actions=tuple(f"{TICKET}.{name}" for name in ("create", "start", "close", "reopen")),
+        listing=ListOptions(
+            filters=(Filter(field="state"), Filter(field="priority")),
+            sortable=("created_at", "priority", "title"),
+            default_sort=("-created_at",),
+            search=("title",),
+            default_page_size=50,
+        ),
+        access=ReadAccess(
+            roles=("requester", "agent"),
+            scope=RowScope(field="requester", exempt=("agent",)),
+        ),
+    ),
 )
 # docs:end helpdesk-projections
 
@@ -223,6 +247,21 @@ def escalate(ctx: ActionContext) -> None:
 
 
 # docs:end escalate-effect
+
+
+# An example read policy (not registered here: the plugin's tests register it for a
+# projection of their own, see docs/writing-plugins.md, "Read access").
+# docs:start read-policy
+def open_tickets_only(ctx: ReadContext) -> ReadPolicyResult:
+    """Guests see open tickets only; a suspended reader nothing; anyone else every ticket."""
+    if "suspended" in ctx.roles:
+        return False  # 403 PolicyDenied
+    if "guest" in ctx.roles:
+        return RowCondition(field="state", operator="eq", value="open")
+    return True
+
+
+# docs:end read-policy
 
 
 # docs:start helpdesk-hooks

@@ -95,3 +95,53 @@ async def test_queue_lists_the_tenant_tickets(agent: Client, rita: Client) -> No
     queue = await agent.projection(f"{TICKET}.queue")
     assert [item["id"] for item in queue.items] == [first, second]
     assert [action["name"] for action in queue.json["actions"]] == ["create", "start", "escalate"]
+
+
+# --- read access: the sample's scoped projection, and a read policy of another plugin ----------
+
+from collections.abc import Mapping, Sequence  # noqa: E402
+
+from tessera_helpdesk.plugin import open_tickets_only  # noqa: E402
+
+from plugin_api import Projection, ReadAccess, ReadPolicyHandler, hookimpl  # noqa: E402
+
+
+async def test_mine_shows_a_requester_their_tickets_and_an_agent_all(
+    agent: Client, rita: Client
+) -> None:
+    own = await open_ticket(rita)
+    other = await open_ticket(rita.as_(actor="sam"), "Monitor flickers")
+    mine = await rita.projection(f"{TICKET}.mine")
+    assert [item["id"] for item in mine.items] == [own]
+    assert (await rita.projection(f"{TICKET}.mine", subject=other)).item is None
+    every = await agent.projection(f"{TICKET}.mine")
+    assert {item["id"] for item in every.items} == {own, other}
+
+
+class Board:
+    """Another plugin's projection of helpdesk tickets, guarded by a read policy."""
+
+    @hookimpl
+    def tessera_projections(self) -> Sequence[Projection]:
+        access = ReadAccess(policies=("board.open_only",))
+        return (
+            Projection(fqn="board.tickets", entity=TICKET, fields=("id", "state"), access=access),
+        )
+
+    @hookimpl
+    def tessera_read_policies(self) -> Mapping[str, ReadPolicyHandler]:
+        return {"board.open_only": open_tickets_only}
+
+
+async def test_a_read_policy_denies_or_restricts_rows(tessera: TesseraHarness) -> None:
+    host = await tessera.start(plugins=["helpdesk"], extra=[("board", Board())])
+    agent = host.client(tenant="acme", actor="alice", roles=["agent"])
+    first = await open_ticket(agent)
+    second = await open_ticket(agent, "Badge reader beeps")
+    assert (await agent.action(f"{TICKET}.cancel", subject=second)).status == 200
+    every = await agent.projection("board.tickets")
+    assert {item["id"] for item in every.items} == {first, second}
+    guest = await agent.as_(roles=["guest"]).projection("board.tickets")
+    assert [item["id"] for item in guest.items] == [first]
+    refused = await agent.as_(roles=["suspended"]).projection("board.tickets")
+    assert (refused.status, refused.error_kind) == (403, "PolicyDenied")
