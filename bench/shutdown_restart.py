@@ -61,8 +61,12 @@ async def client(base: str, seed: int, keyed: bool, stop: asyncio.Event, tally: 
                 try:
                     answer = await http.post("/actions/helpdesk.ticket.create", json=body,
                                              headers=headers)  # fmt: skip
-                except httpx.HTTPError:
+                except httpx.HTTPError as error:
                     tally["transport_errors"] += 1
+                    if not isinstance(error, httpx.ConnectError):
+                        # Sent (at least in part) and not answered: the client cannot
+                        # know whether the action ran.
+                        tally["sent_unanswered"] += 1
                     tally["unanswered"].add(token)
                     if keyed and not stop.is_set():
                         await asyncio.sleep(0.05)
@@ -88,7 +92,12 @@ async def main() -> None:
     log = workdir / "server.log"
     process = start(port, env, log)
     stop = asyncio.Event()
-    tally: dict = {"transport_errors": 0, "acknowledged": set(), "unanswered": set()}
+    tally: dict = {
+        "transport_errors": 0,
+        "sent_unanswered": 0,
+        "acknowledged": set(),
+        "unanswered": set(),
+    }
     base = f"http://127.0.0.1:{port}/api"
     tasks = [
         asyncio.create_task(client(base, seed, args.keyed, stop, tally))
@@ -125,6 +134,7 @@ async def main() -> None:
         "clients": args.clients,
         "acknowledged": len(tally["acknowledged"]),
         "transport_errors": tally["transport_errors"],
+        "sent_unanswered": tally["sent_unanswered"],
         "committed": len(committed),
         "committed_without_response": len(committed - tally["acknowledged"]),
         "duplicates": len(titles) - len(committed),

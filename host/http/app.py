@@ -14,6 +14,7 @@ from host.config import Settings
 from host.graph import Graph, build_graph
 from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
+from host.http.draining import Draining, stop_all_on_sigterm
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.lists import list_response
 from host.http.media import UnsupportedMediaType, require_json
@@ -81,6 +82,7 @@ def create_app(
 
     @app.before_serving
     async def start_service() -> None:
+        stop_all_on_sigterm()
         try:
             state["service"] = await Service.start(settings, compiled_graph)
             if metrics is not None:
@@ -274,7 +276,11 @@ def create_app(
         logger.error("unhandled error (request id %s)", request_id, exc_info=error)
         return error_response(InternalError(f"Internal error (request id {request_id})"))
 
-    middleware = CorsMiddleware(app.asgi_app, access_log=settings.access_log)  # type: ignore[arg-type]
+    middleware = CorsMiddleware(
+        app.asgi_app,  # type: ignore[arg-type]
+        access_log=settings.access_log,
+        draining=Draining(),
+    )
     if metrics is None:
         app.asgi_app = middleware  # type: ignore[assignment,method-assign]
     else:

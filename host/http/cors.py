@@ -93,9 +93,16 @@ class CorsMiddleware:
     """Adds the spec's CORS headers, the security headers and an ``X-Request-Id`` to every
     HTTP response."""
 
-    def __init__(self, app: ASGIApp, *, access_log: bool = True) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        access_log: bool = True,
+        draining: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._app = app
         self._access_log = access_log
+        self._draining = draining
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -133,9 +140,12 @@ class CorsMiddleware:
                     (k, v) for k, v in message.get("headers", ()) if k.lower() not in _FIXED_NAMES
                 ]
                 message["headers"] = [*headers, *cors_headers, *SECURITY_HEADERS, id_header]
-                if not body_read:
-                    # Answered before the body was read (404, 405, 413, ...): the server
-                    # cannot reuse the connection, so say so rather than drop it silently.
+                if not body_read or (
+                    scope.get("http_version", "1.1")[0] == "1" and self._draining()
+                ):
+                    # Answered before the body was read (404, 405, 413, ...), or while the
+                    # worker stops (host.http.draining): the server will not reuse the
+                    # connection, so say so rather than drop it under the next request.
                     message["headers"].append((b"connection", b"close"))
             elif message["type"] == "http.response.body":
                 sent_bytes += len(message.get("body", b""))

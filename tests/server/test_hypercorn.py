@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -139,3 +141,74 @@ def test_bad_configuration_refuses_to_start(tmp_path: Path) -> None:
         run_server(tmp_path, database="mysql://localhost/x"),
     ):
         pass
+
+
+def test_a_response_after_shutdown_began_says_connection_close(
+    tmp_path: Path, reset_database: str
+) -> None:
+    """A request in flight when the server is told to stop is finished, and its response
+    says ``Connection: close``: Hypercorn closes the connection right after it, and a
+    keep-alive client that was not told would send its next request into the closing
+    socket. A response before the stop keeps the connection open."""
+    body = json.dumps({"subject": None, "inputs": {"title": "late"}}).encode()
+    head = (
+        "POST /api/actions/helpdesk.ticket.create HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nX-Tenant-ID: t1\r\nX-Actor-Id: alice\r\n"
+        f"X-Actor-Roles: requester\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with run_server(tmp_path, database=reset_database) as server:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(head + body)
+            responses = Responses(sock)
+            status, headers, before = responses.next()
+            assert status == 200, before
+            assert "connection" not in headers
+
+            sock.sendall(head + body[:10])  # in flight: the app waits for the rest
+            time.sleep(0.3)
+            server.process.terminate()  # SIGTERM: Hypercorn's graceful stop
+            time.sleep(0.6)  # the worker polls its stop event every 0.1 s
+            sock.sendall(body[10:])
+            status, headers, after = responses.next()
+            assert status == 200, after
+            assert json.loads(after)["outputs"]["title"] == "late"
+            assert headers.get("connection") == "close"
+            assert sock.recv(1) == b"", "the server closes the connection after it"
+        server.process.wait(15)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_sigterm_to_every_process_stops_gracefully(tmp_path: Path, reset_database: str) -> None:
+    """``KillMode=control-group`` (systemd's default) sends SIGTERM to the master and every
+    worker at once. Hypercorn's workers leave SIGTERM at its default, so they used to die
+    mid-request; a Tessera worker turns it into the graceful stop: the request in flight is
+    answered and the server exits 0."""
+    body = json.dumps({"subject": None, "inputs": {"title": "in flight"}}).encode()
+    head = (
+        "POST /api/actions/helpdesk.ticket.create HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nX-Tenant-ID: t1\r\nX-Actor-Id: alice\r\n"
+        f"X-Actor-Roles: requester\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with run_server(tmp_path, database=reset_database, workers=2) as server:
+        master = server.process.pid
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(head + body[:10])
+            time.sleep(0.3)
+            for pid in [master, *_children(master)]:
+                os.kill(pid, signal.SIGTERM)
+            time.sleep(0.6)
+            sock.sendall(body[10:])
+            status, headers, answer = Responses(sock).next()
+            assert status == 200, answer
+            assert json.loads(answer)["outputs"]["title"] == "in flight"
+            assert headers.get("connection") == "close"
+        assert server.process.wait(15) == 0, server.log.read_text()
