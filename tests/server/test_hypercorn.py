@@ -143,6 +143,17 @@ def test_bad_configuration_refuses_to_start(tmp_path: Path) -> None:
         pass
 
 
+def _create_request(title: str) -> tuple[bytes, bytes]:
+    """The head and body of a ticket create, to be sent in parts on a raw socket."""
+    body = json.dumps({"subject": None, "inputs": {"title": title}}).encode()
+    head = (
+        "POST /api/actions/helpdesk.ticket.create HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nX-Tenant-ID: t1\r\nX-Actor-Id: alice\r\n"
+        f"X-Actor-Roles: requester\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    return head, body
+
+
 def test_a_response_after_shutdown_began_says_connection_close(
     tmp_path: Path, reset_database: str
 ) -> None:
@@ -150,12 +161,7 @@ def test_a_response_after_shutdown_began_says_connection_close(
     says ``Connection: close``: Hypercorn closes the connection right after it, and a
     keep-alive client that was not told would send its next request into the closing
     socket. A response before the stop keeps the connection open."""
-    body = json.dumps({"subject": None, "inputs": {"title": "late"}}).encode()
-    head = (
-        "POST /api/actions/helpdesk.ticket.create HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        "Content-Type: application/json\r\nX-Tenant-ID: t1\r\nX-Actor-Id: alice\r\n"
-        f"X-Actor-Roles: requester\r\nContent-Length: {len(body)}\r\n\r\n"
-    ).encode()
+    head, body = _create_request("late")
     with run_server(tmp_path, database=reset_database) as server:
         host, port = server.base_url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=30) as sock:
@@ -191,12 +197,7 @@ def test_sigterm_to_every_process_stops_gracefully(tmp_path: Path, reset_databas
     worker at once. Hypercorn's workers leave SIGTERM at its default, so they used to die
     mid-request; a Tessera worker turns it into the graceful stop: the request in flight is
     answered and the server exits 0."""
-    body = json.dumps({"subject": None, "inputs": {"title": "in flight"}}).encode()
-    head = (
-        "POST /api/actions/helpdesk.ticket.create HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        "Content-Type: application/json\r\nX-Tenant-ID: t1\r\nX-Actor-Id: alice\r\n"
-        f"X-Actor-Roles: requester\r\nContent-Length: {len(body)}\r\n\r\n"
-    ).encode()
+    head, body = _create_request("in flight")
     with run_server(tmp_path, database=reset_database, workers=2) as server:
         master = server.process.pid
         host, port = server.base_url.removeprefix("http://").split(":")
