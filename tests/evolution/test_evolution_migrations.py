@@ -220,7 +220,7 @@ async def test_an_interrupted_apply_leaves_nothing_applied(
     assert any(line.startswith("converting tracker__issue.priority: 20 rows") for line in seen)
     process.send_signal(signal.SIGINT)
     try:
-        out, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=30)
     except subprocess.TimeoutExpired:  # pragma: no cover - the failure to report
         process.kill()
         raise
