@@ -314,12 +314,18 @@ class _Differ:
         )
         return tuple(f"{row['tenant_id']}/{row['id']}" for row in rows)
 
-    def _fill(self, field: Field) -> object:
-        """The value a non-nullable field's rows get instead of null (its default), or
-        ``None`` when it has none or is nullable."""
-        if field.nullable or not field.has_default:
-            return None
-        return coerce_default(field)
+    def _fill_nulls(
+        self, table: str, field: Field, operations: list[Operation], sql: list[str]
+    ) -> bool:
+        """Append the backfill of a non-nullable field's default into its nulls; ``False``
+        when the field is nullable or has no default."""
+        fill = None if field.nullable or not field.has_default else coerce_default(field)
+        if fill is None:
+            return False
+        backfill = Backfill(table, field.name, field, fill, only_null=True)
+        operations.append(backfill)
+        sql.append(self._update_sql(backfill))
+        return True
 
     def _removed_field(self, entity: CompiledEntity, name: str, counter: _Counter) -> Pending:
         key = counter.nonnull(name) if name in self.columns[self._source(entity)] else None
@@ -529,13 +535,9 @@ class _Differ:
             ]
             sql = [move, add, convert_sql]
             left_null = counts["rows"] - counts[key] + scan.failed + scan.emptied
-            fill = self._fill(field)
             violations, samples = 0, tuple[str, ...]()
             outcome = f"old column kept, renamed {aside}; values converted"
-            if left_null and fill is not None:
-                backfill = Backfill(table, field.name, field, fill, only_null=True)
-                operations.append(backfill)
-                sql.append(self._update_sql(backfill))
+            if left_null and self._fill_nulls(table, field, operations, sql):
                 outcome += f"; {left_null} left without a value get the default"
             elif left_null and not field.nullable:
                 violations = left_null
@@ -602,13 +604,9 @@ class _Differ:
             add = self.dialect.add_column(table, field.name, column_type(field))
             operations: list[Operation] = [Statement(move), Statement(add)]
             sql = [move, add]
-            fill = self._fill(field)
             violations, samples = 0, tuple[str, ...]()
             outcome = f"amounts kept unconverted in {aside}; the field starts null"
-            if held and fill is not None:
-                backfill = Backfill(table, field.name, field, fill, only_null=True)
-                operations.append(backfill)
-                sql.append(self._update_sql(backfill))
+            if held and self._fill_nulls(table, field, operations, sql):
                 outcome = f"amounts kept unconverted in {aside}; the field gets its default"
             elif held and not field.nullable:
                 violations, samples = counts["rows"], await self._sample_ids(entity, sa.true())
