@@ -1,9 +1,10 @@
 """Tessera's public plugin API: the only package a plugin imports.
 
 A plugin contributes definitions (entities with their workflows, actions, projections),
-migration declarations (how its stored data follows a change) and named handlers (custom policies and effects) through the hooks of :mod:`plugin_api.hookspecs`,
-marked with :data:`hookimpl`, and registers itself through the ``tessera.plugins`` entry-point
-group. See ``docs/writing-plugins.md``.
+migration declarations (how its stored data follows a change) and named handlers (custom
+policies and effects) through the hooks of :mod:`plugin_api.hookspecs`, marked with
+:data:`hookimpl`, and registers itself through the ``tessera.plugins`` entry-point group.
+See ``docs/writing-plugins.md``.
 """
 
 from plugin_api._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
