@@ -84,8 +84,10 @@ def _cmd_check(settings: Settings) -> int:
     if graph is None:
         return 1
     found = asyncio.run(probe_database(settings))
-    print(f"ok {graph.hash}")
     print(found, file=sys.stderr)
+    if asyncio.run(cli_migrate.check_schema(settings, graph)):
+        return 1  # a start would refuse the database's schema: the report is on stderr
+    print(f"ok {graph.hash}")
     return 0
 
 
@@ -154,7 +156,8 @@ def _parser() -> argparse.ArgumentParser:
     new_plugin.add_argument("--directory", default=".", help="parent folder (default: .)")
     command(
         "check",
-        "compile the graph and reach the database; print 'ok <hash>' or every error",
+        "compile the graph, reach the database and plan its schema as a start would; "
+        "print 'ok <hash>', or every error and exit 1 when the host would not start",
     )
     command("config", "print every TESSERA_* setting with value and help")
     serve = command(
@@ -176,6 +179,14 @@ def _parser() -> argparse.ArgumentParser:
         + ", ".join(cli_migrate.ALLOWABLE_KINDS),
     )
     migrate.add_argument("--json", action="store_true", help="print the plan as JSON")
+    migrate.add_argument(
+        "--progress-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="--apply: seconds between progress lines on stderr when it is not a terminal "
+        "(default: %(default)s; a terminal gets one live line)",
+    )
     return parser
 
 
@@ -223,7 +234,11 @@ def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> i
         return _cmd_config(settings)
     if args.command == "migrate":
         return cli_migrate.migrate(
-            settings, execute=args.apply, allow=args.allow, as_json=args.json
+            settings,
+            execute=args.apply,
+            allow=args.allow,
+            as_json=args.json,
+            interval=args.progress_interval,
         )
     check_bind(args.bind)
     status = cli_migrate.preflight(settings)  # Hypercorn exits 0 when the app cannot start

@@ -1,15 +1,20 @@
-"""``tessera migrate`` and the schema check ``tessera serve`` runs before Hypercorn.
+"""``tessera migrate``, the schema check ``tessera serve`` runs before Hypercorn, and the
+database part of ``tessera check``.
 
 Exit statuses: 0 done (``--plan``: nothing breaking); 1 refused (breaking changes not allowed,
-or a broken plugin graph); 3 ``--plan`` found breaking changes (nothing was altered).
+rows that would break their declared rules, or a broken plugin graph); 3 ``--plan`` found
+breaking changes (nothing was altered); 130 / 143 ``--apply`` interrupted by SIGINT / SIGTERM
+(rolled back: nothing was applied).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from databases import DatabaseURL
@@ -18,13 +23,15 @@ from host.config import Settings
 from host.graph import Graph, GraphError, build_graph
 from host.startup import check_database_url, reachable
 from host.storage import Storage, build_schema
-from host.storage.migrate import apply, plan_only, startup_evolution
+from host.storage.migrate import apply, plan_only, startup_check, startup_evolution
 from host.storage.plan import ALLOWABLE_KINDS, Plan, SchemaEvolutionError
+from host.storage.progress import Interrupted, StreamProgress
 
-__all__ = ["ALLOWABLE_KINDS", "migrate", "preflight"]
+__all__ = ["ALLOWABLE_KINDS", "check_schema", "migrate", "preflight"]
 
 EXIT_REFUSED = 1
 EXIT_BREAKING = 3
+EXIT_SIGNAL_BASE = 128
 
 
 def _graph(settings: Settings) -> Graph | None:
@@ -44,8 +51,63 @@ def _print(plan: Plan, *, as_json: bool) -> None:
         print(plan.render())
 
 
+@contextlib.contextmanager
+def _interruptible(progress: StreamProgress, received: list[int]) -> Iterator[None]:
+    """SIGINT and SIGTERM ask ``progress`` to stop the evolution at its next page (its
+    transaction is then rolled back) instead of killing the process mid-way."""
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
+
+    def stop(number: int) -> None:
+        received.append(number)
+        progress.interrupt()
+
+    installed = []
+    for number in signals:
+        try:
+            loop.add_signal_handler(number, stop, number)
+            installed.append(number)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on Linux
+            pass
+    try:
+        yield
+    finally:
+        for number in installed:
+            loop.remove_signal_handler(number)
+
+
+async def _apply(
+    storage: Storage, graph: Graph, allow: Iterable[str], as_json: bool, interval: float
+) -> int:
+    progress = StreamProgress(sys.stderr, interval=interval)
+    received: list[int] = []
+    try:
+        with _interruptible(progress, received):
+            plan = await apply(storage, graph, build_schema(graph), allow, progress)
+    except SchemaEvolutionError as exc:
+        _print(exc.plan, as_json=as_json)
+        print(exc.report(), file=sys.stderr)
+        return EXIT_REFUSED
+    except Interrupted as exc:
+        print(
+            f"{exc}: rolled back, nothing was applied (the database is as it was)",
+            file=sys.stderr,
+        )
+        return EXIT_SIGNAL_BASE + (received[0] if received else signal.SIGINT)
+    _print(plan, as_json=as_json)
+    if not as_json:
+        print("applied" if not plan.up_to_date else "nothing to apply")
+    return 0
+
+
 async def _migrate(
-    settings: Settings, graph: Graph, *, execute: bool, allow: Iterable[str], as_json: bool
+    settings: Settings,
+    graph: Graph,
+    *,
+    execute: bool,
+    allow: Iterable[str],
+    as_json: bool,
+    interval: float,
 ) -> int:
     check_database_url(settings)
     schema = build_schema(graph)
@@ -56,37 +118,63 @@ async def _migrate(
             plan = await plan_only(storage, graph, schema)
             _print(plan, as_json=as_json)
             return EXIT_BREAKING if plan.breaking else 0
-        try:
-            plan = await apply(storage, graph, schema, allow)
-        except SchemaEvolutionError as exc:
-            _print(exc.plan, as_json=as_json)
-            print(exc.report(), file=sys.stderr)
-            return EXIT_REFUSED
-        _print(plan, as_json=as_json)
-        if not as_json:
-            print("applied" if not plan.up_to_date else "nothing to apply")
-        return 0
+        return await _apply(storage, graph, allow, as_json, interval)
     finally:
         await storage.disconnect()
 
 
-def migrate(settings: Settings, *, execute: bool, allow: Iterable[str], as_json: bool) -> int:
-    """``tessera migrate --plan`` (``execute=False``) or ``--apply``."""
+def migrate(
+    settings: Settings,
+    *,
+    execute: bool,
+    allow: Iterable[str],
+    as_json: bool,
+    interval: float = 5.0,
+) -> int:
+    """``tessera migrate --plan`` (``execute=False``) or ``--apply`` (progress on stderr:
+    a live line on a terminal, else a line every ``interval`` seconds)."""
     graph = _graph(settings)
     if graph is None:
         return EXIT_REFUSED
-    return asyncio.run(_migrate(settings, graph, execute=execute, allow=allow, as_json=as_json))
+    return asyncio.run(
+        _migrate(settings, graph, execute=execute, allow=allow, as_json=as_json, interval=interval)
+    )
+
+
+def _new_sqlite(settings: Settings) -> bool:
+    return (
+        Storage(settings).dialect == "sqlite"
+        and not Path(DatabaseURL(settings.database_url).database).exists()
+    )
+
+
+async def check_schema(settings: Settings, graph: Graph) -> int:
+    """``tessera check``'s database part: print the plan a start would find (stderr) and
+    return 1 exactly when a start would refuse it (the startup evolution's own decision,
+    run without applying anything), else 0. A SQLite file that does not exist yet has
+    nothing to check."""
+    if _new_sqlite(settings):
+        return 0
+    storage = Storage(settings)
+    await reachable(storage.connect(), settings)
+    try:
+        plan = await startup_check(storage, graph, build_schema(graph))
+    except SchemaEvolutionError as exc:
+        print(exc.plan.render(), file=sys.stderr)
+        print(exc.report(), file=sys.stderr)
+        return EXIT_REFUSED
+    finally:
+        await storage.disconnect()
+    print(plan.render(), file=sys.stderr)
+    return 0
 
 
 async def _preflight(settings: Settings, graph: Graph) -> int:
     check_database_url(settings)
     schema = build_schema(graph)
-    storage = Storage(settings)
-    if (
-        storage.dialect == "sqlite"
-        and not Path(DatabaseURL(settings.database_url).database).exists()
-    ):
+    if _new_sqlite(settings):
         return 0  # a new database: nothing can break, the worker creates it
+    storage = Storage(settings)
     await reachable(storage.connect(), settings)
     try:
         await storage.prepare(schema, evolve=startup_evolution(graph, schema, storage.dialect))

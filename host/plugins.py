@@ -34,6 +34,14 @@ from plugin_api.definitions import (
     TransitionAction,
     UpdateAction,
 )
+from plugin_api.migrations import (
+    ConvertField,
+    MapOptions,
+    MapStates,
+    Migration,
+    RenameEntity,
+    RenameField,
+)
 
 __all__ = [
     "HOOK_NAMES",
@@ -101,6 +109,7 @@ class PluginContribution:
     read_policies: Mapping[str, ReadPolicyHandler] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    migrations: tuple[Migration, ...] = ()
     errors: tuple[str, ...] = ()
 
 
@@ -270,6 +279,7 @@ def load_plugins(
 
 T = TypeVar("T")
 _ACTION_TYPES = (CreateAction, TransitionAction, UpdateAction)
+_MIGRATION_TYPES = (ConvertField, RenameField, RenameEntity, MapOptions, MapStates)
 
 
 @dataclass(slots=True)
@@ -367,6 +377,9 @@ def contributions(loaded: LoadedPlugins) -> list[PluginContribution]:
                 policies=collect.handlers("tessera_policies"),
                 effects=collect.handlers("tessera_effects"),
                 read_policies=collect.handlers("tessera_read_policies"),
+                migrations=collect.sequence(
+                    "tessera_migrations", _MIGRATION_TYPES, "a migration declaration"
+                ),
                 errors=tuple(collect.errors),
             )
         )

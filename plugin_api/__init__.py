@@ -1,9 +1,10 @@
 """Tessera's public plugin API: the only package a plugin imports.
 
-A plugin contributes definitions (entities with their workflows, actions, projections) and
-named handlers (custom policies and effects) through the hooks of :mod:`plugin_api.hookspecs`,
-marked with :data:`hookimpl`, and registers itself through the ``tessera.plugins`` entry-point
-group. See ``docs/writing-plugins.md``.
+A plugin contributes definitions (entities with their workflows, actions, projections),
+migration declarations (how its stored data follows a change) and named handlers (custom
+policies and effects) through the hooks of :mod:`plugin_api.hookspecs`, marked with
+:data:`hookimpl`, and registers itself through the ``tessera.plugins`` entry-point group.
+See ``docs/writing-plugins.md``.
 """
 
 from plugin_api._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
@@ -55,6 +56,16 @@ from plugin_api.errors import (
 )
 from plugin_api.identity import ANONYMOUS_ACTOR, ROLE_NAME_PATTERN, is_role_name
 from plugin_api.listing import MAX_PAGE_SIZE, Filter, FilterOperator, ListOptions
+from plugin_api.migrations import (
+    CannotConvert,
+    ConvertField,
+    ConvertFunction,
+    MapOptions,
+    MapStates,
+    Migration,
+    RenameEntity,
+    RenameField,
+)
 from plugin_api.version import PLUGIN_API_VERSION
 
 __all__ = [
@@ -72,8 +83,11 @@ __all__ = [
     "ActorRequired",
     "AuditEmissionFailed",
     "BadRequest",
+    "CannotConvert",
     "ConcurrencyConflict",
     "Condition",
+    "ConvertField",
+    "ConvertFunction",
     "CreateAction",
     "DataAccess",
     "EffectFailed",
@@ -86,6 +100,9 @@ __all__ = [
     "InternalError",
     "JSONValue",
     "ListOptions",
+    "MapOptions",
+    "MapStates",
+    "Migration",
     "NotFound",
     "Operator",
     "PolicyDenied",
@@ -98,6 +115,8 @@ __all__ = [
     "ReadContext",
     "ReadPolicyHandler",
     "ReadPolicyResult",
+    "RenameEntity",
+    "RenameField",
     "Row",
     "RowCondition",
     "RowScope",

@@ -20,6 +20,7 @@ from plugin_api._markers import hookspec
 from plugin_api.access import ReadPolicyHandler
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import Action, Entity, Projection
+from plugin_api.migrations import Migration
 
 # ---------------------------------------------------------------------------------------------
 # Contribution hooks: called once per plugin when the host compiles the metadata graph.
@@ -57,6 +58,22 @@ def tessera_projections() -> Sequence[Projection]:
     :returns: a sequence of :class:`~plugin_api.Projection`.
 
     Result rule: every plugin's result is collected; FQNs must be unique across all plugins.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def tessera_migrations() -> Sequence[Migration]:
+    """Return how this plugin's stored data follows its changes (schema evolution).
+
+    :returns: a sequence of :class:`~plugin_api.ConvertField`, :class:`~plugin_api.RenameField`,
+        :class:`~plugin_api.RenameEntity`, :class:`~plugin_api.MapOptions` or
+        :class:`~plugin_api.MapStates`, naming this plugin's installed entities and fields
+        (see :mod:`plugin_api.migrations`). They do not enter the graph's hash.
+
+    Result rule: every plugin's result is collected; two declarations about the same field
+    (or entity, for renames) are a startup error naming both plugins, as is one naming an
+    entity, field, option or type the installed graph does not have.
     """
     raise NotImplementedError
 

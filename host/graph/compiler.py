@@ -27,6 +27,7 @@ from host.graph.checks import (
     table_name,
 )
 from host.graph.listing import check_listing
+from host.graph.migrations import compile_migrations
 from host.graph.model import (
     CompiledAction,
     CompiledEntity,
@@ -364,6 +365,9 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         for fqn, (plugin, entity) in sorted(entity_defs.items())
     }
     _check_references(entities, errors)
+    migrations = compile_migrations(
+        ((c.plugin, item) for c in contribs for item in c.migrations), entities, errors.messages
+    )
     action_defs = _merge(
         "action",
         _valid(_of(contribs, lambda c: c.actions), _ACTION_TYPES, "an action", errors),
@@ -411,4 +415,5 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         read_policies=MappingProxyType(read_policies),
         canonical=canonical,
         hash=graph_hash(canonical),
+        migrations=migrations,
     )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from host.graph.migrations import Migrations
 from host.plugins import PluginInfo
 from plugin_api.access import ReadPolicyHandler
 from plugin_api.context import EffectHandler, PolicyHandler
@@ -124,3 +125,5 @@ class Graph:
     """The canonical serialisation the hash is computed over (UTF-8 JSON)."""
     hash: str
     """Lower-case hex SHA-256 of :attr:`canonical`."""
+    migrations: Migrations = field(default_factory=Migrations)
+    """The plugins' migration declarations (not part of :attr:`canonical`)."""

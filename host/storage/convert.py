@@ -19,20 +19,27 @@ to              from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from host.values import coerce_write, render
 from plugin_api.definitions import Field
 from plugin_api.errors import BadRequest
+from plugin_api.migrations import CannotConvert, ConvertField
 
-__all__ = ["Unconvertible", "convert_value"]
+__all__ = ["Converter", "Unconvertible", "builtin_converter", "convert_value", "plugin_converter"]
+
+Converter = Callable[[object], object]
+"""Database value of the old type -> database value of the new one (``None``: null).
+:raises Unconvertible: the value has no equivalent."""
 
 _TEXT_TYPES: Final = frozenset({"string", "enum"})
 
 
 class Unconvertible(Exception):
-    """The stored value has no lossless equivalent in the new type."""
+    """The stored value has no lossless equivalent in the new type (the message, when there
+    is one, says why)."""
 
 
 def _text(old_type: str, shape: object) -> str:
@@ -98,3 +105,43 @@ def convert_value(old_type: str, old_currency: str | None, value: object, new: F
         return coerce_write(new, _write_shape(old_type, shape, new))
     except (BadRequest, ValueError, ArithmeticError) as exc:
         raise Unconvertible() from exc
+
+
+def builtin_converter(old_type: str, old_currency: str | None, new: Field) -> Converter:
+    """The host's own conversion (the table above)."""
+    return lambda value: convert_value(old_type, old_currency, value, new)
+
+
+def plugin_converter(
+    declaration: ConvertField, old_type: str, old_currency: str | None, new: Field
+) -> Converter:
+    """A plugin's :class:`~plugin_api.ConvertField`: the value is read in its old type, given
+    to the mapping or the function, and the result validated as an input of ``new``."""
+    mapping, function = declaration.mapping, declaration.function
+
+    def convert(value: object) -> object:
+        shape = render(old_type, value, old_currency) if value is not None else None
+        if shape is None:
+            return None
+        try:
+            if mapping is not None:
+                if not isinstance(shape, (str, int)) or shape not in mapping:
+                    raise Unconvertible(f"{shape!r} is not in the mapping")
+                result = mapping[shape]
+            else:
+                assert function is not None
+                result = function(shape)  # type: ignore[arg-type]
+        except Unconvertible:
+            raise
+        except CannotConvert as exc:
+            raise Unconvertible(str(exc) or f"{shape!r}: CannotConvert") from exc
+        except Exception as exc:  # plugin code: counted, never a crash of the plan
+            raise Unconvertible(f"{shape!r}: {type(exc).__name__}: {exc}") from exc
+        if result is None:
+            return None
+        try:
+            return coerce_write(new, result)
+        except (BadRequest, ValueError, ArithmeticError) as exc:
+            raise Unconvertible(f"{shape!r} -> {result!r}: not a valid {new.type.value}") from exc
+
+    return convert

@@ -24,7 +24,12 @@ from sqlalchemy.schema import CreateTable
 
 from host.graph.checks import table_name
 from host.graph.model import CompiledEntity, Graph
-from host.storage.convert import Unconvertible, convert_value
+from host.storage.convert import (
+    Converter,
+    Unconvertible,
+    builtin_converter,
+    plugin_converter,
+)
 from host.storage.database import Tx
 from host.storage.dialect import IDENTIFIER_MAX_LENGTH, EvolutionDialect
 from host.storage.history import GRAPH_TABLE, latest_record
@@ -34,11 +39,14 @@ from host.storage.plan import (
     Change,
     ChangeClass,
     Convert,
+    MapValues,
+    Operation,
     Plan,
     Statement,
     table_clause,
 )
-from host.storage.schema import Schema
+from host.storage.progress import NO_PROGRESS, Progress
+from host.storage.schema import Schema, reference_index_name
 from host.values import coerce_default, column_type
 from plugin_api.definitions import SYSTEM_FIELDS, Field
 
@@ -52,7 +60,8 @@ Item = Pending | Change
 SCAN_PAGE: Final = 500
 """Rows read per query when checking that a type change can convert every value."""
 SAMPLES: Final = 5
-"""Unconvertible rows named in a report (the count is always exact)."""
+"""Unconvertible rows, or rows breaking a declared rule, named in a report (the count is
+always exact)."""
 ASIDE_PREFIX: Final = "_removed_"
 
 META = ChangeClass.METADATA
@@ -108,7 +117,7 @@ class _Counter:
         return key
 
     def among(self, column: str, values: Sequence[str]) -> str:
-        key = f"among:{column}"
+        key = f"among:{column}:" + "\x00".join(values)
         self.expressions[key] = sa.func.count(
             sa.case((sa.column(column).in_(values), sa.literal_column("1")))
         )
@@ -132,6 +141,7 @@ class _Differ:
         schema: Schema,
         columns: Mapping[str, list[str]],
         stamp: str,
+        progress: Progress = NO_PROGRESS,
     ) -> None:
         self.tx = tx
         self.dialect = dialect
@@ -139,6 +149,9 @@ class _Differ:
         self.schema = schema
         self.columns = columns
         self.stamp = stamp
+        self.progress = progress
+        self.sources: dict[str, str] = {}
+        """Entity FQN -> the table its rows are in now (the old name of a renamed entity)."""
 
     # -- entities -------------------------------------------------------------------------
 
@@ -171,15 +184,57 @@ class _Differ:
             operations=(Statement(sql),),
         )
 
+    def renamed_entity(
+        self, old_fqn: str, old: Mapping[str, Any], entity: CompiledEntity
+    ) -> Change:
+        source = table_name(old_fqn)
+        table = entity.table_name
+        sql = [self.dialect.rename_table(source, table)]
+        # A reference index keeps its name when its table is renamed: drop it, the schema
+        # creates it under the new name.
+        for item in old.get("fields", ()):
+            if item.get("type") == "reference":
+                index = reference_index_name(source, item["name"])
+                sql.append(f"DROP INDEX IF EXISTS {self.dialect.quote(index)}")
+        return Change(
+            kind="entity-renamed",
+            change_class=ADDITIVE,
+            subject=f"entity {old_fqn!r} -> {entity.fqn!r}",
+            detail=f"declared by {entity.plugin.describe()}",
+            outcome=f"table {source} renamed {table}, rows kept; audit records written before "
+            f"keep naming {old_fqn!r}",
+            sql=tuple(sql),
+            operations=tuple(Statement(statement) for statement in sql),
+        )
+
+    def _renamed_field(self, entity: CompiledEntity, old: str, new: str, reference: bool) -> Change:
+        source = self._source(entity)
+        sql = [self.dialect.rename_column(entity.table_name, old, new)]
+        if reference:
+            index = reference_index_name(source, old)
+            sql.append(f"DROP INDEX IF EXISTS {self.dialect.quote(index)}")
+        return Change(
+            kind="field-renamed",
+            change_class=ADDITIVE,
+            subject=f"field {old!r} -> {new!r} of entity {entity.fqn!r}",
+            detail=f"declared by {entity.plugin.describe()}",
+            outcome="column renamed, values kept",
+            sql=tuple(sql),
+            operations=tuple(Statement(statement) for statement in sql),
+        )
+
     async def entity(
         self,
         entity: CompiledEntity,
         old: Mapping[str, Any] | None,
+        source: str | None = None,
     ) -> list[Change]:
-        """Changes of an entity whose table exists. ``old`` is its recorded definition, or
-        ``None`` to compare against the table's columns."""
-        table = entity.table_name
-        existing = self.columns[table]
+        """Changes of an entity whose table exists (as ``source`` when the entity was
+        renamed). ``old`` is its recorded definition, or ``None`` to compare against the
+        table's columns."""
+        source = source or entity.table_name
+        self.sources[entity.fqn] = source
+        existing = self.columns[source]
         new_attrs = _definitions(json.loads(self.graph.canonical))[("entity", entity.fqn)]
         new_attrs = new_attrs["attributes"]
         if old is None:
@@ -191,22 +246,42 @@ class _Differ:
         else:
             old_fields = _fields(old)
         new_fields = _fields(new_attrs)
-        counter = _Counter(table)
-        pending: list[Item] = []
+        renamed: dict[str, str] = {}  # new name -> old name
+        if old is not None:
+            for name in old_fields:
+                if name in new_fields or name not in existing:
+                    continue
+                new = self.graph.migrations.renamed_field(entity.fqn, name, new_fields)
+                if new is not None and new not in old_fields and new not in renamed:
+                    renamed[new] = name
+        counter = _Counter(source)
+        pending: list[Item] = [
+            self._renamed_field(
+                entity, old_name, new_name, old_fields[old_name].get("type") == "reference"
+            )
+            for new_name, old_name in renamed.items()
+        ]
         for name in old_fields:
-            if name not in new_fields:
+            if name not in new_fields and name not in renamed.values():
                 pending.append(self._removed_field(entity, name, counter))
         workflow_states = {
             w["state_field"] for w in (new_attrs.get("workflow"), (old or {}).get("workflow")) if w
         }
         for name, new_json in new_fields.items():
             field = entity.fields[name]
-            if name not in old_fields:
+            column = renamed.get(name, name)
+            if column not in old_fields:
                 pending.append(self._added_field(entity, field, counter))
-            elif old_fields[name]["type"] is not None:
+            elif old_fields[column]["type"] is not None:
                 pending.extend(
                     self._changed_field(
-                        entity, old_fields[name], field, new_json, name in workflow_states, counter
+                        entity,
+                        old_fields[column],
+                        field,
+                        new_json,
+                        name in workflow_states,
+                        counter,
+                        column,
                     )
                 )
         counts = await counter.run(self.tx) if pending else {}
@@ -220,14 +295,43 @@ class _Differ:
     def _subject(self, entity: CompiledEntity, name: str) -> str:
         return f"field {name!r} of entity {entity.fqn!r}"
 
-    def _aside(self, table: str, name: str) -> str:
-        return aside_name(name, self.stamp, self.columns[table])
+    def _source(self, entity: CompiledEntity) -> str:
+        return self.sources.get(entity.fqn, entity.table_name)
+
+    def _aside(self, entity: CompiledEntity, name: str) -> str:
+        return aside_name(name, self.stamp, self.columns[self._source(entity)])
+
+    async def _sample_ids(
+        self, entity: CompiledEntity, condition: sa.ColumnElement[bool]
+    ) -> tuple[str, ...]:
+        """Some ``tenant/id`` of the rows matching ``condition`` (in key order)."""
+        t = sa.table(self._source(entity), sa.column("tenant_id"), sa.column("id"))
+        rows = await self.tx.fetch_all(
+            sa.select(t.c.tenant_id, t.c.id)
+            .where(condition)
+            .order_by(t.c.tenant_id, t.c.id)
+            .limit(SAMPLES)
+        )
+        return tuple(f"{row['tenant_id']}/{row['id']}" for row in rows)
+
+    def _fill_nulls(
+        self, table: str, field: Field, operations: list[Operation], sql: list[str]
+    ) -> bool:
+        """Append the backfill of a non-nullable field's default into its nulls; ``False``
+        when the field is nullable or has no default."""
+        fill = None if field.nullable or not field.has_default else coerce_default(field)
+        if fill is None:
+            return False
+        backfill = Backfill(table, field.name, field, fill, only_null=True)
+        operations.append(backfill)
+        sql.append(self._update_sql(backfill))
+        return True
 
     def _removed_field(self, entity: CompiledEntity, name: str, counter: _Counter) -> Pending:
-        key = counter.nonnull(name) if name in self.columns[entity.table_name] else None
+        key = counter.nonnull(name) if name in self.columns[self._source(entity)] else None
 
         async def build(counts: Counts) -> Change:
-            aside = self._aside(entity.table_name, name)
+            aside = self._aside(entity, name)
             sql = self.dialect.rename_column(entity.table_name, name, aside)
             return Change(
                 kind="field-removed",
@@ -248,16 +352,18 @@ class _Differ:
         async def build(counts: Counts) -> Change:
             add = self.dialect.add_column(table, field.name, column_type(field))
             rows = counts["rows"]
-            operations: list[Statement | Backfill] = [Statement(add)]
+            operations: list[Operation] = [Statement(add)]
             sql = [add]
+            violations, samples = 0, tuple[str, ...]()
             if field.has_default and coerce_default(field) is not None:
                 value = coerce_default(field)
                 backfill = Backfill(table, field.name, field, value, only_null=False)
                 operations.append(backfill)
                 sql.append(self._update_sql(backfill))
                 outcome = f"existing rows get the default {json.dumps(field.default)}"
-            elif field.required:
-                outcome = "existing rows are left null"
+            elif not field.nullable and rows:
+                outcome = "existing rows would be left null"
+                violations, samples = rows, await self._sample_ids(entity, sa.true())
             else:
                 outcome = "existing rows are null"
             required = field.required and rows > 0
@@ -271,6 +377,9 @@ class _Differ:
                 outcome=outcome,
                 sql=tuple(sql),
                 operations=tuple(operations),
+                violations=violations,
+                violation_samples=samples,
+                remedy="give the field a default, or make it nullable",
             )
 
         return build
@@ -290,33 +399,20 @@ class _Differ:
         new: Mapping[str, Any],
         is_state: bool,
         counter: _Counter,
+        column: str,
     ) -> list[Item]:
+        """Changes of a field kept (``column``: its name in the database before the plan)."""
         name = field.name
         subject = self._subject(entity, name)
         if old["type"] != new["type"]:
-            return [self._type_changed(entity, old, field, counter.nonnull(name))]
+            return [self._type_changed(entity, old, field, counter.nonnull(column), column)]
         pending: list[Item] = []
         if old.get("currency") != new.get("currency"):
-            pending.append(self._currency_changed(entity, old, field, counter.nonnull(name)))
+            pending.append(self._currency_changed(entity, old, field, counter.nonnull(column)))
         removed = [o for o in old.get("options", ()) if o not in new.get("options", ())]
         added = [o for o in new.get("options", ()) if o not in old.get("options", ())]
         if removed:
-            key = counter.among(name, removed)
-            kind = "state-removed" if is_state else "enum-option-removed"
-            what = "state(s)" if is_state else "option(s)"
-
-            async def options_removed(counts: Counts) -> Change:
-                used = counts[key]
-                return Change(
-                    kind=kind,
-                    change_class=BREAKING if used else META,
-                    subject=subject,
-                    detail=f"{what} {_quote_list(removed)} removed; rows holding them",
-                    affected_rows=used,
-                    outcome="rows keep their value (readable, no longer writable)" if used else "",
-                )
-
-            pending.append(options_removed)
+            pending.append(self._options_removed(entity, field, removed, is_state, counter, column))
         if added:
             pending.append(
                 Change(
@@ -327,7 +423,7 @@ class _Differ:
                 )
             )
         if old.get("nullable") and not new.get("nullable"):
-            pending.append(self._required(entity, field, counter.nonnull(name)))
+            pending.append(self._required(entity, field, counter.nonnull(column), column))
         details = [
             f"{attr} {old.get(attr, '(none)')!r} -> {new.get(attr, '(none)')!r}"
             for attr in ("label", "max_length", "default")
@@ -348,56 +444,153 @@ class _Differ:
             )
         return pending
 
+    def _options_removed(
+        self,
+        entity: CompiledEntity,
+        field: Field,
+        removed: Sequence[str],
+        is_state: bool,
+        counter: _Counter,
+        column: str,
+    ) -> Pending:
+        keys = {option: counter.among(column, [option]) for option in removed}
+        mapping = self.graph.migrations.option_maps.get((entity.fqn, field.name), {})
+        kind = "state-removed" if is_state else "enum-option-removed"
+        what = "state(s)" if is_state else "option(s)"
+
+        async def build(counts: Counts) -> Change:
+            held = {option: counts[key] for option, key in keys.items() if counts[key]}
+            mapped = tuple((o, mapping[o]) for o in held if o in mapping)
+            unmapped = [o for o in held if o not in mapping]
+            samples: tuple[str, ...] = ()
+            if unmapped:
+                samples = await self._sample_ids(entity, sa.column(column).in_(unmapped))
+            moved = [f"{held[o]} in {o!r} -> {json.dumps(n)}" for o, n in mapped]
+            operation = MapValues(
+                entity.table_name, field.name, field, mapped, sum(held[o] for o, _ in mapped)
+            )
+            outcome = "; ".join(moved) if moved else ""
+            return Change(
+                kind=kind,
+                change_class=BREAKING if held else META,
+                subject=self._subject(entity, field.name),
+                detail=f"{what} {_quote_list(removed)} removed; rows holding them",
+                affected_rows=sum(held.values()),
+                outcome=outcome,
+                sql=(self._map_sql(operation),) if mapped else (),
+                operations=(operation,) if mapped else (),
+                violations=sum(held[o] for o in unmapped),
+                violation_samples=samples,
+                remedy=(
+                    f"map {_quote_list(unmapped)} with "
+                    + ("MapStates" if is_state else "MapOptions")
+                    + " in tessera_migrations"
+                ),
+            )
+
+        return build
+
+    def _map_sql(self, operation: MapValues) -> str:
+        return self.dialect.render(map_statement(operation))
+
+    def _converter(
+        self, entity: CompiledEntity, old_type: str, old_currency: str | None, field: Field
+    ) -> tuple[Converter, str]:
+        conversion = self.graph.migrations.conversion(
+            entity.fqn, field.name, old_type, field.type.value
+        )
+        if conversion is None:
+            return builtin_converter(old_type, old_currency, field), "the host's conversion"
+        converter = plugin_converter(conversion.declaration, old_type, old_currency, field)
+        return converter, f"the {conversion.describe()}"
+
     def _type_changed(
-        self, entity: CompiledEntity, old: Mapping[str, Any], field: Field, key: str
+        self,
+        entity: CompiledEntity,
+        old: Mapping[str, Any],
+        field: Field,
+        key: str,
+        column: str,
     ) -> Pending:
         table = entity.table_name
         old_type, old_currency = str(old["type"]), old.get("currency")
+        converter, via = self._converter(entity, old_type, old_currency, field)
 
         async def build(counts: Counts) -> Change:
-            aside = self._aside(table, field.name)
-            failed, samples = 0, list[str]()
+            aside = self._aside(entity, field.name)
+            scan = _Scan()
             if counts[key]:
-                failed, samples = await self._scan(table, field.name, old_type, old_currency, field)
+                scan = await self._scan(entity, column, converter, counts[key])
             move = self.dialect.rename_column(table, field.name, aside)
             add = self.dialect.add_column(table, field.name, column_type(field))
             convert_sql = (
                 f"UPDATE {self.dialect.quote(table)} SET {self.dialect.quote(field.name)} = "
                 f"<converted {self.dialect.quote(aside)}> WHERE tenant_id = ... AND id = ... "
-                f"(row by row, {counts[key]} row(s))"
+                f"(in pages of {SCAN_PAGE}, {counts[key]} row(s))"
             )
+            operations: list[Operation] = [
+                Statement(move),
+                Statement(add),
+                Convert(table, aside, field.name, field, converter, counts[key]),
+            ]
+            sql = [move, add, convert_sql]
+            left_null = counts["rows"] - counts[key] + scan.failed + scan.emptied
+            violations, samples = 0, tuple[str, ...]()
+            outcome = f"old column kept, renamed {aside}; values converted"
+            if left_null and self._fill_nulls(table, field, operations, sql):
+                outcome += f"; {left_null} left without a value get the default"
+            elif left_null and not field.nullable:
+                violations = left_null
+                samples = (scan.samples + scan.empty_samples)[:SAMPLES]
+                if len(samples) < SAMPLES and counts["rows"] > counts[key]:
+                    samples += await self._sample_ids(entity, sa.column(column).is_(None))
+                    samples = samples[:SAMPLES]
+            elif scan.failed:
+                outcome += f", {scan.failed} left null"
             return Change(
                 kind="type-changed",
                 change_class=BREAKING,
                 subject=self._subject(entity, field.name),
                 detail=f"{old_type} -> {field.type.value}; rows holding a value",
                 affected_rows=counts[key],
-                unconvertible=failed,
-                samples=tuple(samples),
-                outcome=f"old column kept, renamed {aside}; values converted"
-                + (f", {failed} left null" if failed else ""),
-                sql=(move, add, convert_sql),
-                operations=(
-                    Statement(move),
-                    Statement(add),
-                    Convert(table, aside, field.name, old_type, old_currency, field),
-                ),
+                unconvertible=scan.failed,
+                samples=scan.samples,
+                via=via,
+                reason=scan.reason,
+                outcome=outcome,
+                sql=tuple(sql),
+                operations=tuple(operations),
+                violations=violations,
+                violation_samples=samples,
+                remedy="give the field a default, or convert every value "
+                "(ConvertField in tessera_migrations)",
             )
 
         return build
 
     async def _scan(
-        self, table: str, column: str, old_type: str, old_currency: str | None, field: Field
-    ) -> tuple[int, list[str]]:
-        failed, samples = 0, list[str]()
-        async for tenant, row_id, value in page_values(self.tx, table, column):
-            try:
-                convert_value(old_type, old_currency, value, field)
-            except Unconvertible:
-                failed += 1
-                if len(samples) < SAMPLES:
-                    samples.append(f"{tenant}/{row_id}")
-        return failed, samples
+        self, entity: CompiledEntity, column: str, converter: Converter, total: int
+    ) -> _Scan:
+        scan = _Scan()
+        source = self._source(entity)
+        self.progress.start(f"checking {source}.{column}", total)
+        async for page in page_values(self.tx, source, column):
+            for tenant, row_id, value in page:
+                try:
+                    converted = converter(value)
+                except Unconvertible as exc:
+                    scan.failed += 1
+                    scan.reason = scan.reason or str(exc)
+                    if len(scan.samples) < SAMPLES:
+                        scan.samples += (f"{tenant}/{row_id}",)
+                    continue
+                if converted is None:
+                    scan.emptied += 1
+                    if len(scan.empty_samples) < SAMPLES:
+                        scan.empty_samples += (f"{tenant}/{row_id}",)
+            self.progress.advance(len(page))
+        self.progress.finish()
+        return scan
 
     def _currency_changed(
         self, entity: CompiledEntity, old: Mapping[str, Any], field: Field, key: str
@@ -406,25 +599,34 @@ class _Differ:
 
         async def build(counts: Counts) -> Change:
             held = counts[key]
-            aside = self._aside(table, field.name)
+            aside = self._aside(entity, field.name)
             move = self.dialect.rename_column(table, field.name, aside)
             add = self.dialect.add_column(table, field.name, column_type(field))
+            operations: list[Operation] = [Statement(move), Statement(add)]
+            sql = [move, add]
+            violations, samples = 0, tuple[str, ...]()
+            outcome = f"amounts kept unconverted in {aside}; the field starts null"
+            if held and self._fill_nulls(table, field, operations, sql):
+                outcome = f"amounts kept unconverted in {aside}; the field gets its default"
+            elif held and not field.nullable:
+                violations, samples = counts["rows"], await self._sample_ids(entity, sa.true())
             return Change(
                 kind="currency-changed",
                 change_class=BREAKING if held else META,
                 subject=self._subject(entity, field.name),
                 detail=f"{old.get('currency')} -> {field.currency}; rows holding an amount",
                 affected_rows=held,
-                outcome=f"amounts kept unconverted in {aside}; the field starts null"
-                if held
-                else "",
-                sql=(move, add) if held else (),
-                operations=(Statement(move), Statement(add)) if held else (),
+                outcome=outcome if held else "",
+                sql=tuple(sql) if held else (),
+                operations=tuple(operations) if held else (),
+                violations=violations,
+                violation_samples=samples,
+                remedy="give the field a default, or make it nullable",
             )
 
         return build
 
-    def _required(self, entity: CompiledEntity, field: Field, key: str) -> Pending:
+    def _required(self, entity: CompiledEntity, field: Field, key: str, column: str) -> Pending:
         table = entity.table_name
 
         async def build(counts: Counts) -> Change:
@@ -443,21 +645,53 @@ class _Differ:
                     sql=(self._update_sql(backfill),),
                     operations=(backfill,),
                 )
+            samples: tuple[str, ...] = ()
+            if nulls:
+                samples = await self._sample_ids(entity, sa.column(column).is_(None))
             return Change(
                 kind="field-required",
                 change_class=BREAKING if nulls else META,
                 subject=subject,
                 detail=detail,
                 affected_rows=nulls,
-                outcome="rows are left null" if nulls else "",
+                outcome="rows would be left null" if nulls else "",
+                violations=nulls,
+                violation_samples=samples,
+                remedy="give the field a default",
             )
 
         return build
 
 
+class _Scan:
+    """What trying every stored value of a type change found."""
+
+    __slots__ = ("emptied", "empty_samples", "failed", "reason", "samples")
+
+    def __init__(self) -> None:
+        self.failed = 0
+        self.samples: tuple[str, ...] = ()
+        self.reason = ""
+        self.emptied = 0
+        """Values the conversion turned into null."""
+        self.empty_samples: tuple[str, ...] = ()
+
+
+def map_statement(operation: MapValues) -> sa.Update:
+    """``UPDATE ... SET column = CASE column WHEN old THEN new ... END WHERE column IN``."""
+    table = table_clause(operation.table, operation.column, operation.field)
+    column = table.c[operation.column]
+    olds = [old for old, _ in operation.mapping]
+    return (
+        sa.update(table)
+        .values({operation.column: sa.case(dict(operation.mapping), value=column)})
+        .where(column.in_(olds))
+    )
+
+
 async def page_values(tx: Tx, table: str, column: str) -> Any:
-    """Yield (tenant_id, id, value) of every row where ``column`` is not null, in key order,
-    one page (:data:`SCAN_PAGE` rows) in memory at a time."""
+    """Yield the pages (lists of (tenant_id, id, value)) of every row where ``column`` is not
+    null, in key order, one page (:data:`SCAN_PAGE` rows) in memory at a time."""
     t = sa.table(table, sa.column("tenant_id"), sa.column("id"), sa.column(column))
     after: tuple[str, str] | None = None
     while True:
@@ -465,8 +699,8 @@ async def page_values(tx: Tx, table: str, column: str) -> Any:
         if after is not None:
             query = query.where(sa.tuple_(t.c.tenant_id, t.c.id) > sa.tuple_(*after))
         rows = await tx.fetch_all(query.order_by(t.c.tenant_id, t.c.id).limit(SCAN_PAGE))
-        for row in rows:
-            yield row["tenant_id"], row["id"], row[column]
+        if rows:
+            yield [(row["tenant_id"], row["id"], row[column]) for row in rows]
         if len(rows) < SCAN_PAGE:
             return
         after = (rows[-1]["tenant_id"], rows[-1]["id"])
@@ -522,7 +756,12 @@ def _other_metadata(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Chan
 
 
 async def build_plan(
-    tx: Tx, dialect: EvolutionDialect, graph: Graph, schema: Schema, now: datetime
+    tx: Tx,
+    dialect: EvolutionDialect,
+    graph: Graph,
+    schema: Schema,
+    now: datetime,
+    progress: Progress = NO_PROGRESS,
 ) -> Plan:
     """The plan from the database's current graph to ``graph`` (reads only)."""
     columns = await read_columns(tx, dialect)
@@ -541,19 +780,47 @@ async def build_plan(
         return plan(())
     old_document: Mapping[str, Any] = json.loads(record.canonical) if record else {}
     old_defs = _definitions(old_document)
-    differ = _Differ(tx, dialect, graph, schema, columns, now.strftime("%Y%m%d%H%M%S"))
+    differ = _Differ(tx, dialect, graph, schema, columns, now.strftime("%Y%m%d%H%M%S"), progress)
+    renamed = _renamed_entities(graph, old_defs, columns)
     changes: list[Change] = []
     for fqn in sorted(graph.entities):
         entity = graph.entities[fqn]
         old = old_defs.get(("entity", fqn))
-        if entity.table_name not in columns:
+        if fqn in renamed:
+            old_fqn = renamed[fqn]
+            old_attrs = old_defs[("entity", old_fqn)]["attributes"]
+            changes.append(differ.renamed_entity(old_fqn, old_attrs, entity))
+            changes.extend(await differ.entity(entity, old_attrs, table_name(old_fqn)))
+        elif entity.table_name not in columns:
             changes.append(differ.added_entity(entity))
         else:
             changes.extend(await differ.entity(entity, old["attributes"] if old else None))
     for kind, fqn in sorted(old_defs):
-        if kind == "entity" and fqn not in graph.entities and table_name(fqn) in columns:
+        if kind != "entity" or fqn in graph.entities or fqn in renamed.values():
+            continue
+        if table_name(fqn) in columns:
             changes.append(await differ.removed_entity(fqn, table_name(fqn)))
     changes.extend(await index_changes(tx, dialect, graph))
     if record is not None:
         changes.extend(_other_metadata(old_document, json.loads(graph.canonical)))
     return plan(changes)
+
+
+def _renamed_entities(
+    graph: Graph, old_defs: Mapping[tuple[str, str], JSONObject], columns: Mapping[str, Any]
+) -> dict[str, str]:
+    """Installed FQN -> recorded FQN, for the entity renames the plugins declare that apply:
+    the old entity is recorded with its table, the new one neither recorded nor stored."""
+    renamed: dict[str, str] = {}
+    for kind, fqn in sorted(old_defs):
+        if kind != "entity" or fqn in graph.entities or table_name(fqn) not in columns:
+            continue
+        new = graph.migrations.renamed_entity(fqn, graph.entities)
+        if (
+            new is not None
+            and new not in renamed
+            and ("entity", new) not in old_defs
+            and graph.entities[new].table_name not in columns
+        ):
+            renamed[new] = fqn
+    return renamed

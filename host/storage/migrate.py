@@ -6,6 +6,11 @@ so of several processes starting at once the first applies it and the others fin
 recorded and do nothing. A plan with a change that is not allowed raises
 :class:`~host.storage.plan.SchemaEvolutionError` before any statement runs, and the rollback
 undoes the tables the same transaction would have created: nothing is altered.
+
+The whole plan (DDL, conversions, backfills, the graph record) is one transaction on both
+backends (SQLite and PostgreSQL both have transactional DDL): an error, or an interruption
+(:class:`~host.storage.progress.Interrupted`, raised at the next page of rows after SIGINT or
+SIGTERM), rolls all of it back.
 """
 
 from __future__ import annotations
@@ -19,24 +24,26 @@ import sqlalchemy as sa
 
 from host.graph.model import Graph
 from host.storage import sql
-from host.storage.convert import Unconvertible, convert_value
+from host.storage.convert import Unconvertible
 from host.storage.database import Storage, Tx
 from host.storage.dialect import EvolutionDialect
-from host.storage.evolution import SCAN_PAGE, build_plan, page_values
+from host.storage.evolution import build_plan, map_statement, page_values
 from host.storage.history import create_history, record_graph
 from host.storage.plan import (
     Backfill,
     Convert,
+    MapValues,
     Operation,
     Plan,
     SchemaEvolutionError,
     Statement,
     table_clause,
 )
+from host.storage.progress import NO_PROGRESS, Progress
 from host.storage.schema import Schema
 from host.storage.tx import Statement as SqlStatement
 
-__all__ = ["Evolution", "apply", "plan_only", "startup_evolution"]
+__all__ = ["Evolution", "apply", "plan_only", "startup_check", "startup_evolution"]
 
 logger = logging.getLogger("tessera.storage.evolution")
 
@@ -47,7 +54,7 @@ def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-async def _run(tx: Tx, operation: Operation, dialect: str) -> None:
+async def _run(tx: Tx, operation: Operation, dialect: str, progress: Progress) -> None:
     if isinstance(operation, Statement):
         await tx.execute(sa.text(operation.sql))
     elif isinstance(operation, Backfill):
@@ -56,27 +63,34 @@ async def _run(tx: Tx, operation: Operation, dialect: str) -> None:
         if operation.only_null:
             update = update.where(table.c[operation.column].is_(None))
         await tx.execute(update)
+    elif isinstance(operation, MapValues):
+        progress.start(f"mapping {operation.table}.{operation.column}", operation.rows)
+        await tx.execute(map_statement(operation))
+        progress.advance(operation.rows)
+        progress.finish()
     else:
-        await _convert(tx, operation, dialect)
+        await _convert(tx, operation, dialect, progress)
 
 
-async def _convert(tx: Tx, op: Convert, dialect: str) -> None:
+async def _convert(tx: Tx, op: Convert, dialect: str, progress: Progress) -> None:
     # The pages are keyed on (tenant_id, id) and read the moved-aside column, so writing the
     # new column as they go cannot disturb them. The converted values of a page are written
     # as one batch of keyed UPDATEs (one round trip to SQLite's thread per page).
     update = sql.set_by_key(dialect, op.table, op.column)
-    pending: list[SqlStatement] = []
-    async for tenant, row_id, value in page_values(tx, op.table, op.source):
-        try:
-            converted = convert_value(op.old_type, op.old_currency, value, op.field)
-        except Unconvertible:
-            continue  # allowed (the plan checked): left null, kept in the aside column
-        pending.append((update, (converted, tenant, row_id)))
-        if len(pending) >= SCAN_PAGE:
+    progress.start(f"converting {op.table}.{op.column}", op.rows)
+    async for page in page_values(tx, op.table, op.source):
+        pending: list[SqlStatement] = []
+        for tenant, row_id, value in page:
+            try:
+                converted = op.converter(value)
+            except Unconvertible:
+                continue  # allowed (the plan checked): default or null, kept aside
+            if converted is not None:
+                pending.append((update, (converted, tenant, row_id)))
+        if pending:
             await tx.batch(pending)
-            pending = []
-    if pending:
-        await tx.batch(pending)
+        progress.advance(len(page))
+    progress.finish()
 
 
 @dataclass(kw_only=True, slots=True)
@@ -89,29 +103,50 @@ class Evolution:
     dialect: str
     allow: frozenset[str] = frozenset()
     clock: Clock = _utcnow
+    progress: Progress = NO_PROGRESS
+    dry_run: bool = False
+    """Plan and decide only (``tessera check``): refuse exactly as a start would, alter
+    nothing."""
     plan: Plan | None = field(default=None)
 
     async def __call__(self, tx: Tx) -> None:
         dialect = EvolutionDialect(self.dialect)
-        plan = await build_plan(tx, dialect, self.graph, self.schema, self.clock())
+        plan = await build_plan(tx, dialect, self.graph, self.schema, self.clock(), self.progress)
         self.plan = plan
         if plan.up_to_date:
             return
         blocked = plan.blocked(self.allow)
         if blocked:
             raise SchemaEvolutionError(plan, blocked)
+        if self.dry_run:
+            return
         await create_history(tx)
         for change in plan.changes:
             for operation in change.operations:
-                await _run(tx, operation, self.dialect)
+                await _run(tx, operation, self.dialect, self.progress)
             level = logging.WARNING if change.breaking else logging.INFO
             logger.log(level, "schema evolution: %s", change.line())
         await record_graph(tx, self.graph, [change.line() for change in plan.changes])
 
 
-def startup_evolution(graph: Graph, schema: Schema, dialect: str) -> Evolution:
-    """The evolution run at every startup: metadata and additive changes only."""
-    return Evolution(graph=graph, schema=schema, dialect=dialect)
+def startup_evolution(
+    graph: Graph, schema: Schema, dialect: str, *, dry_run: bool = False
+) -> Evolution:
+    """The evolution run at every startup: metadata and additive changes only. With
+    ``dry_run`` (``tessera check``) the same decision, nothing applied."""
+    return Evolution(graph=graph, schema=schema, dialect=dialect, dry_run=dry_run)
+
+
+async def startup_check(storage: Storage, graph: Graph, schema: Schema) -> Plan:
+    """The plan a start would find, and its verdict: :class:`SchemaEvolutionError` exactly
+    when a start would refuse. Reads only (the startup evolution's own code, ``dry_run``).
+
+    :raises SchemaEvolutionError: a start would refuse; nothing was altered.
+    """
+    evolution = startup_evolution(graph, schema, storage.dialect, dry_run=True)
+    await storage.transaction(evolution)
+    assert evolution.plan is not None
+    return evolution.plan
 
 
 async def plan_only(storage: Storage, graph: Graph, schema: Schema) -> Plan:
@@ -124,13 +159,25 @@ async def plan_only(storage: Storage, graph: Graph, schema: Schema) -> Plan:
     return await storage.transaction(work)
 
 
-async def apply(storage: Storage, graph: Graph, schema: Schema, allow: Iterable[str] = ()) -> Plan:
+async def apply(
+    storage: Storage,
+    graph: Graph,
+    schema: Schema,
+    allow: Iterable[str] = (),
+    progress: Progress = NO_PROGRESS,
+) -> Plan:
     """Apply the plan (breaking kinds only when in ``allow``); return what was applied.
 
-    :raises SchemaEvolutionError: when a change needs a kind not allowed; nothing altered.
+    :raises SchemaEvolutionError: when a change needs a kind not allowed, or would leave
+        rows breaking their field's declared rules; nothing altered.
+    :raises Interrupted: ``progress`` was interrupted; everything was rolled back.
     """
     evolution = Evolution(
-        graph=graph, schema=schema, dialect=storage.dialect, allow=frozenset(allow)
+        graph=graph,
+        schema=schema,
+        dialect=storage.dialect,
+        allow=frozenset(allow),
+        progress=progress,
     )
     await storage.prepare(schema, evolve=evolution)
     assert evolution.plan is not None

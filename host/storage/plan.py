@@ -13,6 +13,7 @@ from typing import Final
 
 import sqlalchemy as sa
 
+from host.storage.convert import Converter
 from host.values import column_type
 from plugin_api.definitions import Field
 
@@ -22,6 +23,7 @@ __all__ = [
     "Change",
     "ChangeClass",
     "Convert",
+    "MapValues",
     "Operation",
     "Plan",
     "SchemaEvolutionError",
@@ -76,17 +78,31 @@ class Backfill:
 
 @dataclass(frozen=True, slots=True)
 class Convert:
-    """Fill ``column`` row by row from the moved-aside ``source`` column, converting values."""
+    """Fill ``column`` page by page from the moved-aside ``source`` column, converting each
+    value with ``converter`` (unconvertible values are left null: the plan allowed them)."""
 
     table: str
     source: str
     column: str
-    old_type: str
-    old_currency: str | None
     field: Field
+    converter: Converter
+    rows: int
+    """Rows holding a value (the progress total)."""
 
 
-Operation = Statement | Backfill | Convert
+@dataclass(frozen=True, slots=True)
+class MapValues:
+    """``UPDATE table SET column = mapping[column] WHERE column IN mapping`` (removed options
+    or states to the ones the plugin maps them to)."""
+
+    table: str
+    column: str
+    field: Field
+    mapping: tuple[tuple[str, str | None], ...]
+    rows: int
+
+
+Operation = Statement | Backfill | Convert | MapValues
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,6 +120,18 @@ class Change:
     """Type changes: rows whose value has no equivalent in the new type."""
     samples: tuple[str, ...] = ()
     """Some ``tenant/id`` of unconvertible rows."""
+    via: str = ""
+    """Type changes: the conversion used (the host's own, or a plugin's mapping or function)."""
+    reason: str = ""
+    """Type changes: why the first unconvertible value could not be converted."""
+    violations: int = 0
+    """Rows that applying would leave breaking the field's declared rules (null in a
+    non-nullable field without default, a removed option or state nobody maps): no
+    ``--allow`` applies such a change."""
+    violation_samples: tuple[str, ...] = ()
+    """Some ``tenant/id`` of those rows."""
+    remedy: str = ""
+    """What the plugin can declare so that the change applies."""
     outcome: str = ""
     """What applying it does to the data (moved-aside names, rows left as they are)."""
     sql: tuple[str, ...] = ()
@@ -112,6 +140,17 @@ class Change:
     @property
     def breaking(self) -> bool:
         return self.change_class is ChangeClass.BREAKING
+
+    def refusal(self) -> str:
+        """Why no flag applies this change ("" when one does)."""
+        if not self.violations:
+            return ""
+        more = self.violations - len(self.violation_samples)
+        named = ", ".join(self.violation_samples) + (f" and {more} more" if more > 0 else "")
+        return (
+            f"{self.violations} row(s) would break the field's declared rules ({named}); "
+            f"{self.remedy}"
+        )
 
     def needs(self) -> tuple[str, ...]:
         """The ``--allow`` kinds applying this change requires."""
@@ -129,6 +168,12 @@ class Change:
             text += f"; affected rows: {self.affected_rows}"
         if self.unconvertible:
             text += f"; cannot convert: {self.unconvertible} ({', '.join(self.samples)})"
+            if self.reason:
+                text += f", e.g. {self.reason}"
+        if self.via and self.affected_rows:
+            text += f"; converted by {self.via}: {self.affected_rows - self.unconvertible}"
+        if self.violations:
+            text += f"; breaks declared rules: {self.violations}"
         return text
 
     def as_json(self) -> dict[str, object]:
@@ -140,6 +185,11 @@ class Change:
             "affectedRows": self.affected_rows,
             "unconvertible": self.unconvertible,
             "samples": list(self.samples),
+            "via": self.via,
+            "reason": self.reason,
+            "violations": self.violations,
+            "violationSamples": list(self.violation_samples),
+            "refusal": self.refusal(),
             "outcome": self.outcome,
             "sql": list(self.sql),
             "needs": list(self.needs()),
@@ -162,12 +212,15 @@ class Plan:
 
     @property
     def breaking(self) -> tuple[Change, ...]:
-        return tuple(c for c in self.changes if c.breaking or c.unconvertible)
+        return tuple(c for c in self.changes if c.breaking or c.unconvertible or c.violations)
 
     def blocked(self, allow: Iterable[str] = ()) -> tuple[Change, ...]:
-        """Changes that need an ``--allow`` kind not in ``allow``."""
+        """Changes that need an ``--allow`` kind not in ``allow``, and those no flag allows
+        (rows that would break their field's declared rules)."""
         allowed = frozenset(allow)
-        return tuple(c for c in self.changes if any(k not in allowed for k in c.needs()))
+        return tuple(
+            c for c in self.changes if c.violations or any(k not in allowed for k in c.needs())
+        )
 
     def render(self) -> str:
         """The plan as text: one block per change, with its SQL."""
@@ -179,6 +232,8 @@ class Plan:
             lines.append(f"  {change.line()}")
             if change.outcome:
                 lines.append(f"      -> {change.outcome}")
+            if change.violations:
+                lines.append(f"      refused: {change.refusal()}")
             lines.extend(f"      SQL: {sql}" for sql in change.sql)
         counts = {c: sum(1 for x in self.changes if x.change_class is c) for c in ChangeClass}
         lines.append(
@@ -210,6 +265,10 @@ class SchemaEvolutionError(Exception):
             "could lose or strand data; nothing was altered.",
         ]
         for change in self.blocked:
+            if change.violations:
+                lines.append(f"  - {change.line()} [no flag applies it]")
+                lines.append(f"      {change.refusal()}")
+                continue
             flags = " ".join(f"--allow {kind}" for kind in change.needs())
             lines.append(f"  - {change.line()} [needs {flags}]")
             if change.outcome:

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-STEPS = ("unchanged", "metadata", "additive", "plan type-change", "apply type-change")
+STEPS = (
+    "unchanged",
+    "metadata",
+    "additive",
+    "plan type-change",
+    "apply type-change",
+    "plan converted type-change",
+    "apply converted type-change",
+)
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ import pytest
 HERE = Path(__file__).parent
 DISTS = HERE / "dists"
 DRIVER = HERE / "driver.py"
-VERSIONS = ("v1", "v1_1", "v2", "v3")
+VERSIONS = ("v1", "v1_1", "v2", "v3", "v3_1", "t1", "t2")
 
 
 def _install(version: str, root: Path) -> Path:
@@ -50,8 +50,11 @@ def evo_installs(tmp_path_factory: pytest.TempPathFactory) -> Mapping[str, Path]
 class Evo:
     """Runs ``python -m host`` and the app-factory driver with one plugin version."""
 
-    def __init__(self, installs: Mapping[str, Path], database_url: str, cwd: Path) -> None:
+    def __init__(
+        self, installs: Mapping[str, Path], database_url: str, cwd: Path, plugin: str = "evo"
+    ) -> None:
         self.installs = installs
+        self.plugin = plugin
         self.database_url = database_url
         self.cwd = cwd
         self.backend = "sqlite" if database_url.startswith("sqlite") else "postgresql"
@@ -60,7 +63,7 @@ class Evo:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
         env.update(
             TESSERA_DATABASE_URL=self.database_url,
-            TESSERA_PLUGINS_ONLY="evo",
+            TESSERA_PLUGINS_ONLY=self.plugin,
             TESSERA_ACCESS_LOG="0",
             PYTHONPATH=str(self.installs[version]),
         )
@@ -166,6 +169,12 @@ class Evo:
 @pytest.fixture
 def evo(evo_installs: Mapping[str, Path], tessera_database_url: str, tmp_path: Path) -> Evo:
     return Evo(evo_installs, tessera_database_url, tmp_path)
+
+
+@pytest.fixture
+def tracker(evo_installs: Mapping[str, Path], tessera_database_url: str, tmp_path: Path) -> Evo:
+    """Runs the host with ``tessera-test-tracker`` (``t1``, ``t2``) installed."""
+    return Evo(evo_installs, tessera_database_url, tmp_path, plugin="tracker")
 
 
 def create_item(**inputs: Any) -> dict[str, Any]:

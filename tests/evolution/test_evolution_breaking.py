@@ -110,7 +110,24 @@ async def test_breaking_upgrade_is_refused_and_alters_nothing(evo: Any) -> None:
 async def test_apply_with_flags_moves_data_aside(evo: Any) -> None:
     ids = _seed(evo)
     flags = [f"--allow={k}" for k in (*ALL_BUT_UNCONVERTIBLE, "unconvertible")]
-    done = evo.host("v3", "migrate", "--apply", "--json", *flags)
+    before = await evo.snapshot()
+
+    # Version 3 would leave rows breaking their declared rules (a removed option and a removed
+    # state still held, a required field null): no flag applies that; the rows are named.
+    refused = evo.host("v3", "migrate", "--apply", *flags)
+    assert refused.returncode == 1, refused.stderr
+    assert "enum-option-removed: field 'size'" in refused.stderr
+    assert f"1 row(s) would break the field's declared rules (t1/{ids['a']})" in refused.stderr
+    assert "map 's' with MapOptions" in refused.stderr
+    assert "map 'archived' with MapStates" in refused.stderr
+    nulls = sorted([f"t1/{ids['b']}", f"t1/{ids['c']}"])
+    assert f"2 row(s) would break the field's declared rules ({', '.join(nulls)})" in (
+        refused.stderr
+    )
+    assert await evo.snapshot() == before
+
+    # Version 3.1 maps them and gives the required field a default: applied.
+    done = evo.host("v3_1", "migrate", "--apply", "--json", *flags)
     assert done.returncode == 0, done.stderr
     applied = json.loads(done.stdout)
     assert not applied["upToDate"]
@@ -130,26 +147,26 @@ async def test_apply_with_flags_moves_data_aside(evo: Any) -> None:
     assert a[7] == "red" and a[8] == 5 and a[9] == "12"
     # A currency change keeps the amounts aside, unconverted; the field starts null.
     assert a[5] is None and a[10] == "1.50"
-    # Rows holding a removed option or state keep it; required notes stay null.
-    assert a[1:3] == ("s", "archived")
-    assert b[6] is None
+    # The removed option and state are mapped; the required notes get the default.
+    assert a[1:3] == ("m", "closed")
+    assert (a[6], b[6], c[6]) == ("x", "-", "-")
 
     tables = await evo.tables()
     assert "evo__tag" not in tables
     (moved,) = [t for t in tables if t.startswith("_removed_evo__tag_")]
     assert await evo.query(f"SELECT name FROM {moved}") == [("x",)]
     versions = await evo.query("SELECT plugins FROM tessera_graph ORDER BY seq")
-    assert [json.loads(p)[0]["version"] for (p,) in versions] == ["1.0.0", "3.0.0"]
+    assert [json.loads(p)[0]["version"] for (p,) in versions] == ["1.0.0", "3.1.0"]
 
-    # The host now starts on version 3 and reads the kept rows.
+    # The host now starts on version 3.1 and reads the kept rows.
     results = evo.ok(
-        "v3",
+        "v3_1",
         [
             {"projection": "evo.item.list"},
             {"action": "evo.item.create", "inputs": {"title": "d", "note": "y", "code": 4}},
         ],
     )
     items = {i["id"]: i for i in results[0][1]["data"]["items"]}
-    assert items[ids["a"]]["size"] == "s" and items[ids["a"]]["status"] == "archived"
+    assert items[ids["a"]]["size"] == "m" and items[ids["a"]]["status"] == "closed"
     assert items[ids["a"]]["qty"] == "5" and items[ids["c"]]["code"] == 0
     assert results[1][0] == 200

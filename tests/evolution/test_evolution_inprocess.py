@@ -118,8 +118,17 @@ async def test_required_field_added_breaks_only_with_rows(db: Db) -> None:
     assert kinds(await db.plan(v2)) == [("field-added", "breaking", 1)]
     with pytest.raises(SchemaEvolutionError, match="field-added: field 'code'"):
         await db.start(v2)
-    await db.apply(v2, "field-added")
-    assert await db.select(v2, "SELECT title, code FROM evo__item") == [("a", None)]
+    # No flag leaves a required field null: the apply refuses, naming the row.
+    with pytest.raises(SchemaEvolutionError) as refused:
+        await db.apply(v2, "field-added")
+    assert "1 row(s) would break the field's declared rules (t1/" + "0" * 26 + ")" in str(
+        refused.value
+    )
+    assert await db.select(v2, "SELECT title FROM evo__item") == [("a",)]
+    # With a default the rows get it; a nullable field leaves them null.
+    v3 = graph(item(Field(name="code", type=S, default="none")))
+    await db.start(v3)
+    assert await db.select(v3, "SELECT title, code FROM evo__item") == [("a", "none")]
 
 
 async def test_nullable_to_required_with_default_backfills_nulls(db: Db) -> None:

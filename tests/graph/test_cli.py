@@ -135,7 +135,8 @@ def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[s
     assert exited.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: tessera {command}")
-    assert len(out.splitlines()[2]) > 20  # a description line, not just the usage
+    description = out.split("\n\n")[1]  # after the usage (which may wrap)
+    assert len(description) > 20, out  # a description line, not just the usage
 
 
 def test_the_version_is_declared_once() -> None:

@@ -1,0 +1,1 @@
+"""Tessera schema evolution test plugin with migration declarations, version 1.0.0."""

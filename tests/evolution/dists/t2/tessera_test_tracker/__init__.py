@@ -1,0 +1,1 @@
+"""Tessera schema evolution test plugin with migration declarations, version 2.0.0."""

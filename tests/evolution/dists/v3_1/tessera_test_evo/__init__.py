@@ -1,0 +1,1 @@
+"""Tessera schema evolution test plugin, version 3.1.0."""
