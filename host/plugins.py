@@ -42,6 +42,7 @@ from plugin_api.migrations import (
     RenameEntity,
     RenameField,
 )
+from plugin_api.events import Subscriber
 
 __all__ = [
     "HOOK_NAMES",
@@ -110,6 +111,7 @@ class PluginContribution:
         default_factory=lambda: MappingProxyType({})
     )
     migrations: tuple[Migration, ...] = ()
+    subscribers: tuple[Subscriber, ...] = ()
     errors: tuple[str, ...] = ()
 
 
@@ -380,6 +382,7 @@ def contributions(loaded: LoadedPlugins) -> list[PluginContribution]:
                 migrations=collect.sequence(
                     "tessera_migrations", _MIGRATION_TYPES, "a migration declaration"
                 ),
+                subscribers=collect.sequence("tessera_subscribers", Subscriber, "a Subscriber"),
                 errors=tuple(collect.errors),
             )
         )
