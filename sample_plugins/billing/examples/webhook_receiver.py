@@ -35,8 +35,6 @@ def verify(secret: str, header: str, body: bytes, now: float, tolerance: float =
     return hmac.compare_digest(expected, parts.get("v1", ""))
 
 
-
-
 class Receiver(BaseHTTPRequestHandler):
     secret = ""
     seen: set[str] = set()
