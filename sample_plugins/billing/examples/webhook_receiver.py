@@ -52,7 +52,7 @@ class Receiver(BaseHTTPRequestHandler):
         with self.lock:
             duplicate = event["id"] in self.seen
             self.seen.add(event["id"])
-            record = {"duplicate": duplicate, **event}
+            record = {**event, "duplicate": duplicate}
             self.out.write(json.dumps(record, sort_keys=True) + "\n")
             self.out.flush()
         self.send_response(204)
