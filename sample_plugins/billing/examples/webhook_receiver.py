@@ -1,7 +1,7 @@
 """A tiny webhook receiver for Tessera events: verifies ``Tessera-Signature`` and prints
 every event it accepts (one JSON line each), dropping duplicates by event id.
 
-    WEBHOOK_SECRET=... python webhook_receiver.py --port 8001 [--log events.jsonl]
+    WEBHOOK_SECRET=... python webhook_receiver.py --port 8001 [--log events.jsonl] [--delay S]
 
 Standard library only. Answers 204 to a verified event, 400 to a bad or stale signature.
 """
@@ -40,6 +40,7 @@ class Receiver(BaseHTTPRequestHandler):
     seen: set[str] = set()
     lock = threading.Lock()
     out = sys.stdout
+    delay = 0.0
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -49,6 +50,7 @@ class Receiver(BaseHTTPRequestHandler):
             self.end_headers()
             return
         event = json.loads(body)
+        time.sleep(self.delay)  # a slow receiver, for tests
         with self.lock:
             duplicate = event["id"] in self.seen
             self.seen.add(event["id"])
@@ -66,8 +68,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument("--log", help="append events to this file instead of stdout")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to take per event")
     args = parser.parse_args()
     Receiver.secret = os.environ["WEBHOOK_SECRET"]
+    Receiver.delay = args.delay
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Receiver)
     with open(args.log, "a", encoding="utf-8") if args.log else sys.stdout as out:
         Receiver.out = out

@@ -79,6 +79,7 @@ SUBSCRIBERS = (
         name="helpdesk.notify_requester",
         handler=notify_requester,
         actions=(f"{TICKET}.resolve",),
+        timeout_s=2.0,  # two statements: a slow one means trouble, retry it
         transactional=True,
     ),
 )
