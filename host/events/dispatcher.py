@@ -65,6 +65,15 @@ class _Context:
         return self._data
 
 
+def _lease_lost(delivery: Delivery) -> None:
+    logger.warning(
+        "event %s for %s finished after its lease had passed: another process delivers it "
+        "again (a transactional subscriber's writes were rolled back)",
+        delivery.event.id,
+        delivery.subscriber,
+    )
+
+
 def backoff_ms(failures: int, base_s: float, cap_s: float) -> int:
     """Delay before the next attempt after ``failures`` failed ones: ``base * 2**(n-1)``
     capped at ``cap``, times a random factor in [0.5, 1) (jitter spreads retries out)."""
@@ -95,6 +104,7 @@ class Dispatcher:
         self._client = httpx.AsyncClient(follow_redirects=False)
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        self._completed: list[Delivery] = []
 
     def start(self) -> None:
         """Start the loop (nothing to do when no subscriber or webhook is known)."""
@@ -114,26 +124,31 @@ class Dispatcher:
             task.cancel()
         if self._inflight:
             await asyncio.wait(set(self._inflight))
+        await self._flush()
         await self._client.aclose()
 
     async def _loop(self) -> None:
         poll = self._settings.events_poll_s
+        busy = False
         while not self._stopping.is_set():
+            await self._flush()
             room = self._settings.events_concurrency - len(self._inflight)
             taken: list[Delivery] = []
             if room > 0:
                 try:
-                    if await self._store.any_due(self._names):
+                    # When idle, a cheap read first: no write transaction for nothing.
+                    if busy or await self._store.any_due(self._names):
                         taken = await self._store.take(
                             self._names, room, self.owner, self._lease_ms
                         )
                 except Exception:
                     logger.exception("taking due event deliveries failed; trying again")
+            busy = room > 0 and len(taken) == room
             for delivery in taken:
                 task = asyncio.ensure_future(self._deliver(delivery))
                 self._inflight.add(task)
                 task.add_done_callback(self._inflight.discard)
-            if taken and len(taken) == room:
+            if room <= 0 or busy:
                 await asyncio.wait(set(self._inflight), return_when=asyncio.FIRST_COMPLETED)
             elif not taken:
                 waits: set[asyncio.Future[Any]] = {*self._inflight}
@@ -143,6 +158,23 @@ class Dispatcher:
                 stopping.cancel()
         if self._inflight:
             await asyncio.wait(set(self._inflight))
+        await self._flush()
+
+    async def _flush(self) -> None:
+        """Delete the rows of the deliveries made since the last flush, in one statement
+        (a process killed before this delivers them again: at least once)."""
+        if not self._completed:
+            return
+        completed, self._completed = self._completed, []
+        try:
+            kept = await self._store.finish_all(completed, self.owner)
+        except Exception:
+            logger.exception("marking %d events delivered failed", len(completed))
+            return
+        for delivery in completed:
+            if delivery.seq not in kept:
+                _lease_lost(delivery)
+            self._report(delivery, "delivered" if delivery.seq in kept else "lease_lost")
 
     async def _deliver(self, delivery: Delivery) -> None:
         target = self._targets[delivery.subscriber]

@@ -127,10 +127,24 @@ class DeliveryStore:
         )
 
     async def finish(self, statement: Statement) -> bool:
-        """Run ``done``'s statement on its own; whether the lease was still ours."""
+        """Run one guarded statement on its own; whether the lease was still ours."""
 
         async def work(tx: Tx) -> Closing[bool]:
             return Closing(bool(await tx.rows(*statement)))
+
+        return await self.storage.unit_of_work(work)
+
+    async def finish_all(self, deliveries: Sequence[Delivery], owner: str) -> set[int]:
+        """Delete the rows of ``deliveries`` still leased to ``owner``; the seqs deleted."""
+        m = self._marks(1 + len(deliveries))
+        statement = (
+            f"DELETE FROM {self._t} WHERE lease_owner = {m[0]} "
+            f"AND seq IN ({', '.join(m[1:])}) RETURNING seq",
+            (owner, *(d.seq for d in deliveries)),
+        )
+
+        async def work(tx: Tx) -> Closing[set[int]]:
+            return Closing({int(row[0]) for row in await tx.rows(*statement)})
 
         return await self.storage.unit_of_work(work)
 
