@@ -184,3 +184,15 @@ def test_webhooks_are_validated_at_startup() -> None:
     clash = replace(hook, name="helpdesk.notify_requester")
     with pytest.raises(StartupError, match="already a plugin's subscriber"):
         targets(graph, Settings(plugins_only=("helpdesk",), webhooks=(clash,)))
+
+
+def test_the_readme_webhook_example_is_valid() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Webhooks: telling billing's neighbours") :]
+    raw = section.split("TESSERA_WEBHOOKS='", 1)[1].split("'", 1)[0]
+    [hook] = parse_webhooks(raw)
+    assert hook.wants("billing.charge.create") and not hook.wants("helpdesk.ticket.create")
+    assert (
+        f"WEBHOOK_SECRET={hook.secret} python {RECEIVER.relative_to(RECEIVER.parents[3])}"
+        in section
+    )
