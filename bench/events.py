@@ -10,6 +10,8 @@ the scenarios of ``bench/run.py`` (32 connections, same load generator):
   they write exactly what they wrote before events existed);
 - **outbox**: the webhook below configured but ``TESSERA_EVENTS_DISPATCH=0``: every action
   writes its delivery row (the whole cost on the action path), nothing is delivered;
+- **separate**: as outbox, plus a dispatcher process of its own (``tessera events run``)
+  delivering beside the web workers (its CPU is added to the server CPU);
 - **on**: ``TESSERA_WEBHOOKS`` sends every event (``"*"``) to the sample receiver
   (``sample_plugins/billing/examples/webhook_receiver.py``, a real process), so every action
   also writes its delivery row and the dispatchers in the same workers deliver them while the
@@ -88,6 +90,7 @@ def main() -> int:
         "off": {"TESSERA_EVENTS_DISPATCH": "0"},
         "outbox": {"TESSERA_WEBHOOKS": webhooks, "TESSERA_EVENTS_DISPATCH": "0"},
         "on": {"TESSERA_WEBHOOKS": webhooks},
+        "separate": {"TESSERA_WEBHOOKS": webhooks, "TESSERA_EVENTS_DISPATCH": "0"},
     }
     results: list[dict[str, Any]] = []
     pg: list[str] = []
@@ -107,6 +110,12 @@ def main() -> int:
                 )
                 for mode, env in modes.items()
             }
+            dispatcher = subprocess.Popen(
+                [sys.executable, "-m", "host", "events", "run"],
+                env={**os.environ, **modes["on"], "TESSERA_DATABASE_URL": urls["separate"]},
+                stdout=subprocess.DEVNULL,
+                stderr=open(tmp / "dispatcher.log", "wb"),  # noqa: SIM115
+            )
             try:
                 for server in running.values():
                     server.wait_ready()
@@ -118,12 +127,16 @@ def main() -> int:
                             kind, requests = build_requests(
                                 scenario, urls[mode], tenant, budget, False
                             )
+                            before = servers.cpu_seconds(dispatcher.pid)
                             measured = run_load(
                                 server.port, kind, requests, duration=args.duration,
                                 warmup=args.warmup, processes=1, workdir=tmp,
                                 worker_pids=server.workers(),
                             )  # fmt: skip
-                            left = waiting(urls[mode]) if mode == "on" else 0
+                            if mode == "separate":
+                                used = servers.cpu_seconds(dispatcher.pid) - before
+                                measured["server_cpu_s"] += used
+                            left = waiting(urls[mode]) if mode in ("on", "separate") else 0
                             started = time.perf_counter()
                             while left and waiting(urls[mode]):
                                 time.sleep(0.05)
@@ -142,6 +155,8 @@ def main() -> int:
             finally:
                 for server in running.values():
                     server.stop()
+                dispatcher.terminate()
+                dispatcher.wait(30)
     finally:
         receiver.terminate()
         receiver.wait(10)
@@ -164,7 +179,7 @@ def report(results: list[dict[str, Any]]) -> str:
     keys = sorted({(r["backend"], r["scenario"]) for r in results})
     for backend, scenario in keys:
         cell: dict[str, dict[str, float]] = {}
-        for mode in ("off", "outbox", "on"):
+        for mode in ("off", "outbox", "on", "separate"):
             runs = [
                 r
                 for r in results

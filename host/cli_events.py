@@ -1,6 +1,8 @@
-"""``tessera events``: what the event dispatchers have waiting, and retrying dead deliveries.
+"""``tessera events``: what the event dispatchers have waiting, retrying dead deliveries, and a
+dispatcher process of its own (``run``).
 
-Works on the database alone (no host needs to run). Exit statuses: 0 done; 1 the database
+``stats``, ``list``, ``retry`` and ``discard`` work on the database alone (no host needs to
+run). Exit statuses: 0 done; 1 the database
 cannot be reached or has no event tables yet; 2 bad arguments.
 """
 
@@ -9,8 +11,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
@@ -20,6 +25,8 @@ from databases import DatabaseURL
 from host.config import Settings
 from host.events.outbox import PENDING, now_ms
 from host.events.store import DEAD, FAILED, DeliveryStore
+from host.graph import Graph, GraphError, build_graph
+from host.service import Service
 from host.startup import StartupError, check_database_url, reachable
 from host.storage import Storage
 from host.storage.schema import AUDIT_TABLE, DELIVERIES_TABLE
@@ -62,6 +69,11 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
         "discard", "delete every delivery kept for a subscriber (one that was removed)"
     )
     discard.add_argument("--subscriber", required=True, help="the subscriber's name")
+    subcommand(
+        "run",
+        "deliver events in this process, serving no HTTP, until SIGTERM or SIGINT (for web "
+        "workers started with TESSERA_EVENTS_DISPATCH=0)",
+    )
 
 
 def _time(ms: int | None) -> str:
@@ -136,8 +148,31 @@ async def _run(settings: Settings, work: Callable[[DeliveryStore], Awaitable[int
         await storage.disconnect()
 
 
+async def _dispatch(settings: Settings, graph: Graph) -> int:
+    """Start the service with its dispatcher and no HTTP; stop on SIGTERM or SIGINT."""
+    service = await Service.start(replace(settings, events_dispatch=True), graph)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    print(f"delivering events (pid {os.getpid()}); SIGTERM or Ctrl-C stops", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await service.stop()
+    return 0
+
+
 def events(settings: Settings, args: argparse.Namespace) -> int:
     """Run ``tessera events SUBCOMMAND``."""
+    if args.events_command == "run":
+        try:
+            graph = build_graph(settings)
+        except GraphError as exc:
+            for error in exc.errors:
+                print(f"error: {error}", file=sys.stderr)
+            return EXIT_FAILED
+        return asyncio.run(_dispatch(settings, graph))
 
     async def work(store: DeliveryStore) -> int:
         command = args.events_command

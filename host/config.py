@@ -208,7 +208,7 @@ class Settings:
         "Longest wait between two delivery attempts, in seconds.",
     )
     events_concurrency: int = _setting(
-        16,
+        32,
         _parse_positive_int,
         "Deliveries one dispatcher runs at once (distinct subjects or subscribers).",
     )

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Final
+from typing import Final
 
 import httpx
 
@@ -143,19 +143,20 @@ class Dispatcher:
                         )
                 except Exception:
                     logger.exception("taking due event deliveries failed; trying again")
-            busy = room > 0 and len(taken) == room
+            busy = bool(taken)
             for delivery in taken:
                 task = asyncio.ensure_future(self._deliver(delivery))
                 self._inflight.add(task)
                 task.add_done_callback(self._inflight.discard)
-            if room <= 0 or busy:
-                await asyncio.wait(set(self._inflight), return_when=asyncio.FIRST_COMPLETED)
-            elif not taken:
-                waits: set[asyncio.Future[Any]] = {*self._inflight}
-                stopping = asyncio.ensure_future(self._stopping.wait())
-                waits.add(stopping)
-                await asyncio.wait(waits, timeout=poll, return_when=asyncio.FIRST_COMPLETED)
-                stopping.cancel()
+            # Let the batch finish (or the poll interval pass), so that its marks go in one
+            # statement and the next batch is taken in one transaction: under load, few
+            # write transactions per delivery. A slow handler delays the others by at most
+            # one poll interval.
+            if self._inflight:
+                await asyncio.wait(set(self._inflight), timeout=poll)
+            elif not busy:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), poll)
         if self._inflight:
             await asyncio.wait(set(self._inflight))
         await self._flush()

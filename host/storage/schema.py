@@ -50,18 +50,24 @@ def reference_index_name(table: str, column: str) -> str:
     return f"ix_{table[:30]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
+def _order_key() -> sa.Column[int]:
+    """``seq``: a database-assigned sequence, the order rows were written in (SQLite's
+    INTEGER PRIMARY KEY is its rowid)."""
+    return sa.Column(
+        "seq",
+        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    )
+
+
 def _audit_table(metadata: sa.MetaData) -> sa.Table:
     return sa.Table(
         AUDIT_TABLE,
         metadata,
         # A database-assigned sequence gives the commit order; ULIDs are not ordered across
         # processes.
-        sa.Column(
-            "seq",
-            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-            primary_key=True,
-            autoincrement=True,
-        ),
+        _order_key(),
         sa.Column("id", sa.String(ULID_LENGTH), nullable=False, unique=True),
         sa.Column("tenant_id", sa.Text, nullable=False),
         sa.Column("actor_id", sa.Text, nullable=False),
@@ -111,12 +117,7 @@ def _deliveries_table(metadata: sa.MetaData) -> sa.Table:
     return sa.Table(
         DELIVERIES_TABLE,
         metadata,
-        sa.Column(
-            "seq",
-            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-            primary_key=True,
-            autoincrement=True,
-        ),
+        _order_key(),
         sa.Column("event_id", sa.String(ULID_LENGTH), nullable=False),
         sa.Column("subscriber", sa.Text, nullable=False),
         sa.Column("tenant_id", sa.Text, nullable=False),

@@ -36,6 +36,7 @@ def verify(secret: str, header: str, body: bytes, now: float, tolerance: float =
 
 
 class Receiver(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the host reuses its connections
     secret = ""
     seen: set[str] = set()
     lock = threading.Lock()
@@ -47,6 +48,7 @@ class Receiver(BaseHTTPRequestHandler):
         header = self.headers.get("Tessera-Signature", "")
         if not verify(self.secret, header, body, time.time(), TOLERANCE_S):
             self.send_response(400)
+            self.send_header("Content-Length", "0")
             self.end_headers()
             return
         event = json.loads(body)
@@ -72,6 +74,7 @@ def main() -> None:
     args = parser.parse_args()
     Receiver.secret = os.environ["WEBHOOK_SECRET"]
     Receiver.delay = args.delay
+    ThreadingHTTPServer.request_queue_size = 128  # the host POSTs many events at once
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Receiver)
     with open(args.log, "a", encoding="utf-8") if args.log else sys.stdout as out:
         Receiver.out = out
