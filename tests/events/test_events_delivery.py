@@ -7,12 +7,13 @@ import asyncio
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 from collections import Counter
 from typing import Any
 
-from plugin_api.testing import Client, Host
+from plugin_api.testing import Client, Host, TesseraHarness
 
 from ._support import Recorder, rows, until
 
@@ -241,3 +242,39 @@ async def test_the_requester_is_notified_once_per_resolution(events_host: Host) 
     assert await inbox(other, 0)
     await asyncio.sleep(0.2)
     assert await inbox(agent, 2)  # agents read every notification; none was written twice
+
+
+async def test_tessera_events_run_delivers_for_web_workers_that_do_not(
+    tessera: TesseraHarness,
+) -> None:
+    host = await tessera.start(plugins=["helpdesk", "billing"], events_dispatch=False)
+    agent, requester, _ = clients(host)
+    ticket = (await requester.action(f"{TICKET}.create", inputs={"title": "x"})).outputs["id"]
+    await agent.action(f"{TICKET}.start", subject=ticket)
+    await agent.action(f"{TICKET}.resolve", subject=ticket, inputs={"resolution": "done"})
+    assert len(await deliveries(host)) == 1  # written by the action, delivered by nobody yet
+    env = {
+        **os.environ,
+        "TESSERA_DATABASE_URL": host.database_url,
+        "TESSERA_PLUGINS_ONLY": "helpdesk,billing",
+        "TESSERA_EVENTS_POLL_S": "0.05",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "host", "events", "run"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+
+        async def delivered() -> bool:
+            return not await deliveries(host)
+
+        await until(delivered)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert b"delivering events" in out
+    [note] = (await requester.projection("helpdesk.notification.inbox")).items
+    assert note["message"] == "Your ticket 'x' was resolved: done"
