@@ -34,6 +34,7 @@ from plugin_api.definitions import (
     TransitionAction,
     UpdateAction,
 )
+from plugin_api.events import Subscriber
 from plugin_api.migrations import (
     ConvertField,
     MapOptions,
@@ -42,7 +43,6 @@ from plugin_api.migrations import (
     RenameEntity,
     RenameField,
 )
-from plugin_api.events import Subscriber
 
 __all__ = [
     "HOOK_NAMES",

@@ -20,8 +20,8 @@ from plugin_api._markers import hookspec
 from plugin_api.access import ReadPolicyHandler
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import Action, Entity, Projection
-from plugin_api.migrations import Migration
 from plugin_api.events import Subscriber
+from plugin_api.migrations import Migration
 
 # ---------------------------------------------------------------------------------------------
 # Contribution hooks: called once per plugin when the host compiles the metadata graph.
@@ -138,7 +138,7 @@ def tessera_read_policies() -> Mapping[str, ReadPolicyHandler]:
 
 @hookspec
 def tessera_subscribers() -> Sequence[Subscriber]:
-    """Return the subscribers this plugin declares (plugin API 1.4).
+    """Return the subscribers this plugin declares (plugin API 1.5).
 
     :returns: a sequence of :class:`~plugin_api.Subscriber`: async handlers that receive the
         events of committed actions after the commit (see :mod:`plugin_api.events` and

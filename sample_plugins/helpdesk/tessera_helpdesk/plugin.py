@@ -36,8 +36,8 @@ from plugin_api import (
 # docs:end helpdesk-imports
 from tessera_helpdesk import notify
 
-TESSERA_PLUGIN_API = "1.4"
-"""The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``, ``ListOptions``; 1.4: event
+TESSERA_PLUGIN_API = "1.5"
+"""The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``, ``ListOptions``; 1.5: event
 subscribers)."""
 
 TICKET = "helpdesk.ticket"
