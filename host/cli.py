@@ -1,4 +1,5 @@
-"""The ``tessera`` command: inspect plugins and the graph, check, show config, serve, migrate."""
+"""The ``tessera`` command: inspect plugins and the graph, check, show config, serve, migrate,
+events."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from host import __version__, cli_migrate, diagrams, scaffold
+from host import __version__, cli_events, cli_migrate, diagrams, scaffold
 from host.config import Settings
 from host.graph import GraphError, compile_graph
 from host.graph.model import Graph
@@ -40,6 +41,7 @@ def _print_contribution(contribution: PluginContribution, out: TextIO) -> None:
     _names("projections", [p.fqn for p in contribution.projections], out)
     _names("policies", sorted(contribution.policies), out)
     _names("effects", sorted(contribution.effects), out)
+    _names("subscribers", [s.name for s in contribution.subscribers], out)
 
 
 def _cmd_plugins(settings: Settings) -> int:
@@ -187,6 +189,7 @@ def _parser() -> argparse.ArgumentParser:
         help="--apply: seconds between progress lines on stderr when it is not a terminal "
         "(default: %(default)s; a terminal gets one live line)",
     )
+    cli_events.add_parser(command)
     return parser
 
 
@@ -240,6 +243,8 @@ def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> i
             as_json=args.json,
             interval=args.progress_interval,
         )
+    if args.command == "events":
+        return cli_events.events(settings, args)
     check_bind(args.bind)
     status = cli_migrate.preflight(settings)  # Hypercorn exits 0 when the app cannot start
     if status:

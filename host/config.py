@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from host.events.webhook_config import Webhook, parse_webhooks
+
 
 def _parse_bool(raw: str) -> bool:
     lowered = raw.strip().lower()
@@ -171,6 +173,51 @@ class Settings:
         _parse_bool,
         "Serve HTTP/2 (ALPN h2 over TLS, prior knowledge in cleartext); otherwise only "
         "HTTP/1.1. An 'Upgrade' header is never honoured.",
+    )
+    events_dispatch: bool = _setting(
+        True,
+        _parse_bool,
+        "Deliver events to subscribers and webhooks from this process (a background "
+        "dispatcher in every worker); 'false' leaves delivery to other processes.",
+    )
+    events_poll_s: float = _setting(
+        0.5,
+        _parse_positive_float,
+        "Seconds a dispatcher with nothing to deliver waits before it looks again.",
+    )
+    events_lease_s: float = _setting(
+        60.0,
+        _parse_positive_float,
+        "Seconds a dispatcher holds a delivery it took; a process killed mid-delivery "
+        "leaves it to others after this. Must exceed every subscriber's timeout.",
+    )
+    events_max_attempts: int = _setting(
+        8,
+        _parse_positive_int,
+        "Delivery attempts before an event is dead for a subscriber (tessera events retry).",
+    )
+    events_backoff_s: float = _setting(
+        1.0,
+        _parse_positive_float,
+        "Seconds before the first retry; doubled after each failure (with jitter), at "
+        "most TESSERA_EVENTS_BACKOFF_MAX_S.",
+    )
+    events_backoff_max_s: float = _setting(
+        600.0,
+        _parse_positive_float,
+        "Longest wait between two delivery attempts, in seconds.",
+    )
+    events_concurrency: int = _setting(
+        32,
+        _parse_positive_int,
+        "Deliveries one dispatcher runs at once (distinct subjects or subscribers).",
+    )
+    webhooks: tuple[Webhook, ...] = _setting(
+        (),
+        parse_webhooks,
+        'JSON array of webhook endpoints {"url", "secret", "events": [patterns]}; a pattern '
+        "is an action FQN or a prefix ending in '*'. Events are POSTed signed "
+        "(docs/events.md).",
     )
 
     @classmethod

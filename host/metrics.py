@@ -29,6 +29,7 @@ ASGIApp = Callable[
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+LAG_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 3600.0)
 
 
 def metrics_dir() -> Path:
@@ -78,6 +79,18 @@ class Metrics:
             "Time of a unit of work (one transaction), commit included.",
             buckets=LATENCY_BUCKETS,
         )
+        self.deliveries = prom.Counter(
+            "tessera_event_deliveries_total",
+            "Event delivery attempts by subscriber and outcome: delivered, failed (to be "
+            "retried), dead, lease_lost.",
+            ("subscriber", "outcome"),
+        )
+        self.delivery_lag = prom.Histogram(
+            "tessera_event_delivery_lag_seconds",
+            "Time from an action's commit to the delivery of its event, by subscriber.",
+            ("subscriber",),
+            buckets=LAG_BUCKETS,
+        )
         self.pool_in_use = prom.Gauge(
             "tessera_db_connections_in_use",
             "Database connections in use, summed over live workers.",
@@ -105,6 +118,13 @@ class Metrics:
         self._multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         data: bytes = self._prom.generate_latest(registry)
         return data
+
+    def delivered(self, subscriber: str, outcome: str, lag_s: float) -> None:
+        """Count one delivery attempt of an event (the dispatcher's ``on_outcome``);
+        subscriber names come from the graph and ``TESSERA_WEBHOOKS``: bounded."""
+        self.deliveries.labels(subscriber, outcome).inc()
+        if outcome == "delivered":
+            self.delivery_lag.labels(subscriber).observe(lag_s)
 
     def worker_exited(self) -> None:
         """Drop this worker's live gauges (its counters still count)."""

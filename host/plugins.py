@@ -34,6 +34,7 @@ from plugin_api.definitions import (
     TransitionAction,
     UpdateAction,
 )
+from plugin_api.events import Subscriber
 from plugin_api.migrations import (
     ConvertField,
     MapOptions,
@@ -110,6 +111,7 @@ class PluginContribution:
         default_factory=lambda: MappingProxyType({})
     )
     migrations: tuple[Migration, ...] = ()
+    subscribers: tuple[Subscriber, ...] = ()
     errors: tuple[str, ...] = ()
 
 
@@ -380,6 +382,7 @@ def contributions(loaded: LoadedPlugins) -> list[PluginContribution]:
                 migrations=collect.sequence(
                     "tessera_migrations", _MIGRATION_TYPES, "a migration declaration"
                 ),
+                subscribers=collect.sequence("tessera_subscribers", Subscriber, "a Subscriber"),
                 errors=tuple(collect.errors),
             )
         )

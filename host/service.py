@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from host import __version__
 from host.config import Settings
+from host.events.dispatcher import Outcome
+from host.events.setup import Events
 from host.graph.model import Graph
 from host.query.cursor import CursorCodec
 from host.runtime import ActionRuntime, ProjectionReader
@@ -36,16 +38,23 @@ class Service:
     """Filtered, sorted and paged lists (docs/http.md, "Lists")."""
     idempotency: IdempotencyStore
     purger: asyncio.Task[None]
+    events: Events
+    """The outbox actions write to and this process's event dispatcher (docs/events.md)."""
 
     @classmethod
-    async def start(cls, settings: Settings, graph: Graph) -> Service:
-        """Connect to the database and prepare the schema of ``graph``.
+    async def start(
+        cls, settings: Settings, graph: Graph, *, on_delivery: Outcome | None = None
+    ) -> Service:
+        """Connect to the database, prepare the schema of ``graph``, start the event
+        dispatcher (``on_delivery``: called with each delivery's outcome, for metrics).
 
-        :raises host.startup.StartupError: a known failure to reach the database.
+        :raises host.startup.StartupError: a known failure to reach the database, or an
+            event subscriber or webhook that cannot work.
         """
         check_database_url(settings)
         schema = build_schema(graph)
         storage = Storage(settings)
+        events = Events(graph, settings, storage, schema, on_delivery)
         try:
             await reachable(storage.connect(), settings)
         except BaseException:
@@ -76,20 +85,25 @@ class Service:
                 "plugins": {p.name: p.version for p in graph.plugins},
             },
         )
-        return cls(
+        service = cls(
             settings=settings,
             graph=graph,
             schema=schema,
             storage=storage,
-            runtime=ActionRuntime(graph, storage, schema),
+            runtime=ActionRuntime(graph, storage, schema, events.outbox),
             reader=ProjectionReader(graph, storage, schema),
             lists=ListReader(graph, storage, schema, cursors),
             idempotency=idempotency,
             purger=asyncio.ensure_future(idempotency.purge_forever(interval)),
+            events=events,
         )
+        events.start()
+        return service
 
     async def stop(self) -> None:
-        """Stop the key purge, finish units of work in flight and close the database."""
+        """Stop the event dispatcher and the key purge, finish units of work in flight and
+        close the database."""
+        await self.events.stop()
         self.purger.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.purger

@@ -54,6 +54,7 @@ from plugin_api.errors import (
     WorkflowStateMismatch,
     WorkflowSubjectNotFound,
 )
+from plugin_api.events import Event, EventContext, Subscriber, SubscriberHandler
 from plugin_api.identity import ANONYMOUS_ACTOR, ROLE_NAME_PATTERN, is_role_name
 from plugin_api.listing import MAX_PAGE_SIZE, Filter, FilterOperator, ListOptions
 from plugin_api.migrations import (
@@ -93,6 +94,8 @@ __all__ = [
     "EffectFailed",
     "EffectHandler",
     "Entity",
+    "Event",
+    "EventContext",
     "Field",
     "FieldType",
     "Filter",
@@ -122,6 +125,8 @@ __all__ = [
     "RowScope",
     "Stamp",
     "StampSource",
+    "Subscriber",
+    "SubscriberHandler",
     "TenantBoundaryViolation",
     "TenantContextRequired",
     "TesseraError",

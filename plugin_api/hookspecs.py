@@ -20,6 +20,7 @@ from plugin_api._markers import hookspec
 from plugin_api.access import ReadPolicyHandler
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import Action, Entity, Projection
+from plugin_api.events import Subscriber
 from plugin_api.migrations import Migration
 
 # ---------------------------------------------------------------------------------------------
@@ -126,5 +127,24 @@ def tessera_read_policies() -> Mapping[str, ReadPolicyHandler]:
     Result rule: as for :func:`tessera_policies`; every name a projection's
     ``access.policies`` refers to must be implemented by some installed plugin. Read policies
     run after the role check and before anything is read; they must not touch the database.
+    """
+    raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------------------------
+# Event hooks: called once per plugin at startup.
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def tessera_subscribers() -> Sequence[Subscriber]:
+    """Return the subscribers this plugin declares (plugin API 1.5).
+
+    :returns: a sequence of :class:`~plugin_api.Subscriber`: async handlers that receive the
+        events of committed actions after the commit (see :mod:`plugin_api.events` and
+        ``docs/events.md``).
+
+    Result rule: every plugin's result is collected; names must be unique across all plugins,
+    and every action and entity a subscriber names must exist in the graph.
     """
     raise NotImplementedError

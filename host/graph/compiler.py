@@ -50,6 +50,7 @@ from plugin_api.definitions import (
     UpdateAction,
     Workflow,
 )
+from plugin_api.events import Subscriber
 
 __all__ = ["GraphError", "compile_graph"]
 
@@ -342,6 +343,35 @@ def _valid(
     return good
 
 
+def _subscribers(
+    contribs: Sequence[PluginContribution],
+    entities: Mapping[str, CompiledEntity],
+    actions: Mapping[str, CompiledAction],
+    errors: _Errors,
+) -> dict[str, RegisteredHandler[Subscriber]]:
+    """Index event subscribers by name; each must name existing actions and entities."""
+    registry = _handlers(
+        "subscriber",
+        ((c.plugin, {s.name: s for s in c.subscribers}) for c in contribs),
+        errors,
+    )
+    for name, registered in registry.items():
+        say = errors.about(registered.plugin, f"subscriber {name!r}")
+        subscriber = registered.handler
+        if not callable(subscriber.handler):
+            say("handler must be an async function")
+        for fqn in subscriber.actions:
+            if fqn not in actions:
+                say(f"no action {fqn!r} in the graph")
+        for fqn in subscriber.entities:
+            if fqn not in entities:
+                say(f"no entity {fqn!r} in the graph")
+        timeout = subscriber.timeout_s
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            say(f"timeout_s must be a positive number of seconds, got {timeout!r}")
+    return registry
+
+
 def compile_graph(loaded: LoadedPlugins) -> Graph:
     """Validate and merge the contributions of ``loaded`` into an immutable graph.
 
@@ -391,6 +421,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         )
         if compiled_projection is not None:
             projections[fqn] = compiled_projection
+    subscribers = _subscribers(contribs, entities, actions, errors)
     if errors.messages:
         raise GraphError(errors.messages)
 
@@ -413,6 +444,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         policies=MappingProxyType(policies),
         effects=MappingProxyType(effects),
         read_policies=MappingProxyType(read_policies),
+        subscribers=MappingProxyType(subscribers),
         canonical=canonical,
         hash=graph_hash(canonical),
         migrations=migrations,

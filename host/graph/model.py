@@ -21,8 +21,9 @@ from plugin_api.definitions import (
     UpdateAction,
     Workflow,
 )
+from plugin_api.events import Subscriber
 
-H = TypeVar("H", EffectHandler, PolicyHandler, ReadPolicyHandler)
+H = TypeVar("H", EffectHandler, PolicyHandler, ReadPolicyHandler, Subscriber)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -103,7 +104,8 @@ class CompiledProjection:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RegisteredHandler(Generic[H]):
-    """A named custom policy or effect and the plugin that implements it."""
+    """A named custom policy, effect, read policy or event subscriber and the plugin that
+    implements it."""
 
     name: str
     plugin: PluginInfo
@@ -121,6 +123,9 @@ class Graph:
     policies: Mapping[str, RegisteredHandler[PolicyHandler]]
     effects: Mapping[str, RegisteredHandler[EffectHandler]]
     read_policies: Mapping[str, RegisteredHandler[ReadPolicyHandler]]
+    subscribers: Mapping[str, RegisteredHandler[Subscriber]]
+    """Event subscribers by name (not part of the canonical form: they change no schema and
+    no HTTP contract)."""
     canonical: bytes
     """The canonical serialisation the hash is computed over (UTF-8 JSON)."""
     hash: str

@@ -84,7 +84,10 @@ def create_app(
     async def start_service() -> None:
         stop_all_on_sigterm()
         try:
-            state["service"] = await Service.start(settings, compiled_graph)
+            on_delivery = metrics.delivered if metrics is not None else None
+            state["service"] = await Service.start(
+                settings, compiled_graph, on_delivery=on_delivery
+            )
             if metrics is not None:
                 state["service"].storage.on_transaction = metrics.transactions.observe
         except (StartupError, SchemaEvolutionError) as exc:

@@ -650,6 +650,7 @@ _FIELD_DESCRIPTOR: Final[Schema] = object_schema(
                 "maxLength": {"type": "integer"},
                 "currency": {"type": "string"},
                 "options": {"type": "array", "items": {"type": "string"}},
+                "entity": {"type": "string", "description": "a reference's target entity"},
             },
             [],
         ),

@@ -92,27 +92,30 @@ class DataRuntime:
         self, tx: Tx, action: CompiledAction, actor: Actor, subject_id: str | None
     ) -> ActionData:
         """The data API of one invocation."""
-        return ActionData(self, tx, action, actor, subject_id)
+        subject = (action.entity.fqn, subject_id) if subject_id is not None else None
+        return ActionData(self, tx, action.fqn, actor, subject)
 
 
 class ActionData:
     """:class:`plugin_api.data.DataAccess` for one action invocation."""
 
-    __slots__ = ("_action", "_actor", "_rt", "_seen", "_subject", "_tx", "writable")
+    __slots__ = ("_actor", "_cause", "_rt", "_seen", "_subject", "_tx", "writable")
 
     def __init__(
         self,
         runtime: DataRuntime,
         tx: Tx,
-        action: CompiledAction,
+        cause: str,
         actor: Actor,
-        subject_id: str | None,
+        subject: tuple[str, str] | None,
     ) -> None:
+        """``cause``: the action FQN the audit records name; ``subject``: (entity FQN, id)
+        of the row only the action itself may change, if any."""
         self._rt = runtime
         self._tx = tx
-        self._action = action
+        self._cause = cause
         self._actor = actor
-        self._subject = (action.entity.fqn, subject_id) if subject_id is not None else None
+        self._subject = subject
         self._seen: dict[tuple[str, str], str] = {}
         """The ``_version`` of every row this action read or wrote, by (entity, id)."""
         self.writable = False
@@ -320,7 +323,7 @@ class ActionData:
                 actor.tenant_id,
                 actor.actor_id,
                 jsonio.dumps(sorted(actor.roles)).decode(),
-                self._action.fqn,
+                self._cause,
                 entity.fqn,
                 record_id,
                 jsonio.dumps(inputs).decode(),

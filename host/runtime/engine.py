@@ -3,10 +3,11 @@ audit, in one transaction.
 
 Per action the database sees one transaction of a bounded number of statements, whatever the
 number of fields or rows: create = INSERT row + INSERT audit; transition and update = SELECT
-subject + UPDATE ... RETURNING (guarded by ``_version``) + INSERT audit. A custom effect adds
-only the statements it runs itself (``next_sequence`` is one upsert; the typed data API,
-:mod:`host.runtime.data`, one per read and two per write), and each reference value written
-one existence check.
+subject + UPDATE ... RETURNING (guarded by ``_version``) + INSERT audit; plus, when some event
+subscriber wants the action, one INSERT of its deliveries (the outbox, :mod:`host.events`).
+A custom effect adds only the statements it runs itself (``next_sequence`` is one upsert;
+the typed data API, :mod:`host.runtime.data`, one per read and two per write), and each
+reference value written one existence check.
 
 The row's write and its audit record are not run here: the unit of work returns them as its
 :class:`~host.storage.Closing`, and the storage runs them and commits (one round trip on
@@ -21,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from host import jsonio
+from host.events.outbox import Outbox
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
@@ -62,20 +64,21 @@ logger = logging.getLogger("tessera.runtime")
 
 Outputs = dict[str, Any]
 Record = Callable[[Outputs], Statement]
-"""A statement the caller adds after the audit record, built from the outputs (the
-idempotency key's record: :mod:`host.runtime.idempotency`)."""
-RECORD_INDEX = 2
+"""A statement the caller adds after the audit record and the event's deliveries, built from
+the outputs (the idempotency key's record: :mod:`host.runtime.idempotency`)."""
 
 
 class _Attempt:
     """What a failed unit of work is reported with: the row it wrote (the subject's id, or
     the id given to a created row) and the value that did not render, if one did not."""
 
-    __slots__ = ("record_id", "unrenderable")
+    __slots__ = ("record_id", "record_index", "unrenderable")
 
     def __init__(self, subject_id: str | None) -> None:
         self.record_id = subject_id or ""
         self.unrenderable: Exception | None = None
+        self.record_index = -1
+        """Where the caller's ``record`` statement went (-1: none)."""
 
 
 # -- inputs (pure, before any database work) ---------------------------------------------------
@@ -128,8 +131,11 @@ def validate_inputs(action: CompiledAction, inputs: Mapping[str, Any]) -> dict[s
 class ActionRuntime:
     """Runs actions of a compiled graph against a storage."""
 
-    def __init__(self, graph: Graph, storage: Storage, schema: Schema) -> None:
+    def __init__(
+        self, graph: Graph, storage: Storage, schema: Schema, outbox: Outbox | None = None
+    ) -> None:
         self._graph = graph
+        self._outbox = outbox
         self._storage = storage
         self._schema = schema
         self._subject_renderers = {
@@ -194,8 +200,9 @@ class ActionRuntime:
 
         async def unit_of_work(tx: Tx) -> Closing[Outputs]:
             closing = await self._run(tx, action, actor, subject_id, attempt, inputs, values)
-            if record is None or len(closing.statements) != RECORD_INDEX:
+            if record is None or attempt.unrenderable is not None:
                 return closing
+            attempt.record_index = len(closing.statements)
             return Closing(
                 closing.result,
                 (*closing.statements, record(closing.result)),
@@ -211,7 +218,7 @@ class ActionRuntime:
         except StatementFailed as failed:
             if failed.index == 0 or failed.error is attempt.unrenderable:
                 raise failed.error from None
-            if failed.index == RECORD_INDEX:
+            if failed.index == attempt.record_index:
                 raise
             raise _audit_failed(action, attempt.record_id, failed.error) from failed.error
 
@@ -280,11 +287,19 @@ class ActionRuntime:
             attempt.unrenderable = exc
             return Closing({}, (write, exc), guarded=subject_id is not None)
         audit: Statement | Exception
+        event_id = new_ulid()
         try:
-            audit = self._audit(action, actor, record_id, inputs, outputs, now)
+            audit = self._audit(action, actor, event_id, record_id, inputs, outputs, now)
         except Exception as exc:
             audit = exc
-        return Closing(outputs, (write, audit), guarded=subject_id is not None)
+        statements: tuple[Statement | Exception, ...] = (write, audit)
+        if self._outbox is not None:
+            deliveries = self._outbox.statement(
+                action.fqn, event_id, actor.tenant_id, entity.fqn, record_id
+            )
+            if deliveries is not None:
+                statements = (write, audit, deliveries)
+        return Closing(outputs, statements, guarded=subject_id is not None)
 
     # -- chain steps ----------------------------------------------------------------------
 
@@ -429,16 +444,18 @@ class ActionRuntime:
         self,
         action: CompiledAction,
         actor: Actor,
+        event_id: str,
         record_id: str,
         inputs: Mapping[str, Any],
         outputs: Outputs,
         now: str,
     ) -> Statement:
-        """The audit record's INSERT; values in the order of ``Schema.audit_columns``."""
+        """The audit record's INSERT (the action's event); values in the order of
+        ``Schema.audit_columns``."""
         return (
             self._audit_sql,
             (
-                new_ulid(),
+                event_id,
                 actor.tenant_id,
                 actor.actor_id,
                 jsonio.dumps(sorted(actor.roles)).decode(),

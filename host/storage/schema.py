@@ -18,6 +18,7 @@ from plugin_api.definitions import FieldType
 AUDIT_TABLE = "tessera_audit"
 SEQUENCE_TABLE = "tessera_sequences"
 IDEMPOTENCY_TABLE = "tessera_idempotency"
+DELIVERIES_TABLE = "tessera_deliveries"
 MAX_IDENTIFIER = 63
 
 
@@ -49,18 +50,24 @@ def reference_index_name(table: str, column: str) -> str:
     return f"ix_{table[:30]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
+def _order_key() -> sa.Column[int]:
+    """``seq``: a database-assigned sequence, the order rows were written in (SQLite's
+    INTEGER PRIMARY KEY is its rowid)."""
+    return sa.Column(
+        "seq",
+        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    )
+
+
 def _audit_table(metadata: sa.MetaData) -> sa.Table:
     return sa.Table(
         AUDIT_TABLE,
         metadata,
         # A database-assigned sequence gives the commit order; ULIDs are not ordered across
         # processes.
-        sa.Column(
-            "seq",
-            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-            primary_key=True,
-            autoincrement=True,
-        ),
+        _order_key(),
         sa.Column("id", sa.String(ULID_LENGTH), nullable=False, unique=True),
         sa.Column("tenant_id", sa.Text, nullable=False),
         sa.Column("actor_id", sa.Text, nullable=False),
@@ -102,6 +109,40 @@ def _idempotency_table(metadata: sa.MetaData) -> sa.Table:
     )
 
 
+def _deliveries_table(metadata: sa.MetaData) -> sa.Table:
+    # One row per (event, subscriber) still to deliver, written in the action's own
+    # transaction (host/events/outbox.py); deleted once delivered. ``seq`` orders the events
+    # of one subject; times are Unix milliseconds (host/events/store.py).
+    millis = sa.BigInteger
+    return sa.Table(
+        DELIVERIES_TABLE,
+        metadata,
+        _order_key(),
+        sa.Column("event_id", sa.String(ULID_LENGTH), nullable=False),
+        sa.Column("subscriber", sa.Text, nullable=False),
+        sa.Column("tenant_id", sa.Text, nullable=False),
+        sa.Column("entity", sa.Text, nullable=False),
+        sa.Column("subject_id", sa.String(ULID_LENGTH), nullable=False),
+        sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("next_at", millis, nullable=False),
+        sa.Column("lease_owner", sa.Text, nullable=True),
+        sa.Column("lease_until", millis, nullable=True),
+        sa.Column("last_error", sa.Text, nullable=True),
+        sa.Column("created_at", millis, nullable=False),
+        sa.UniqueConstraint("event_id", "subscriber", name="uq_tessera_deliveries_event"),
+        sa.Index("ix_tessera_deliveries_due", "subscriber", "state", "next_at"),
+        sa.Index(
+            "ix_tessera_deliveries_subject",
+            "subscriber",
+            "tenant_id",
+            "entity",
+            "subject_id",
+            "seq",
+        ),
+    )
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Schema:
     """Every table the host uses for one graph."""
@@ -112,6 +153,8 @@ class Schema:
     audit: sa.Table
     sequences: sa.Table
     idempotency: sa.Table
+    deliveries: sa.Table
+    """Event deliveries still to make (host/events)."""
 
     @property
     def audit_columns(self) -> tuple[str, ...]:
@@ -120,8 +163,8 @@ class Schema:
 
 
 def build_schema(graph: Graph) -> Schema:
-    """Derive the tables of ``graph``: one per entity, plus the audit, sequence and
-    idempotency tables."""
+    """Derive the tables of ``graph``: one per entity, plus the audit, sequence,
+    idempotency and event delivery tables."""
     metadata = sa.MetaData()
     entities = {fqn: _entity_table(metadata, entity) for fqn, entity in graph.entities.items()}
     return Schema(
@@ -130,4 +173,5 @@ def build_schema(graph: Graph) -> Schema:
         audit=_audit_table(metadata),
         sequences=_sequence_table(metadata),
         idempotency=_idempotency_table(metadata),
+        deliveries=_deliveries_table(metadata),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import httpx
@@ -41,12 +42,32 @@ def test_metrics_of_two_workers_add_up(tmp_path: Path, reset_database: str) -> N
             for n in range(3):
                 ok = http.post(url, json={"inputs": {"title": f"t{n}"}}, headers=IDENTITY)
                 assert ok.status_code == 200
+            # Resolving a ticket is an event for helpdesk.notify_requester.
+            ticket = {
+                "entity": "helpdesk.ticket",
+                "tenantId": "m",
+                "identityHandle": ok.json()["outputs"]["id"],
+            }
+            for step in ("start", "resolve"):
+                done = http.post(
+                    f"/api/actions/helpdesk.ticket.{step}",
+                    json={"subject": ticket, "inputs": {}},
+                    headers={**IDENTITY, "X-Actor-Roles": "agent"},
+                )
+                assert done.status_code == 200, done.text
             refused = http.post(url, json={"inputs": {}}, headers=IDENTITY)
             assert refused.status_code == 400
             unknown = http.post("/api/actions/no.such.thing", json={}, headers=IDENTITY)
             assert unknown.status_code == 404
         pids = {p.stem.rsplit("_", 1)[1] for p in directory.glob("counter_*.db")}
-        scraped = httpx.get(f"{server.base_url}/metrics", timeout=10)
+        notify = {"subscriber": "helpdesk.notify_requester"}
+        deadline = time.monotonic() + 30
+        while True:  # the event is delivered after the commit, by either worker
+            scraped = httpx.get(f"{server.base_url}/metrics", timeout=10)
+            delivered = sample(scraped.text, "tessera_event_deliveries_total", **notify)
+            if delivered or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
     assert scraped.status_code == 200
     assert scraped.headers["content-type"].startswith("text/plain")
     text = scraped.text
@@ -59,8 +80,10 @@ def test_metrics_of_two_workers_add_up(tmp_path: Path, reset_database: str) -> N
     assert sample(text, "tessera_action_outcomes_total", action=create, outcome="BadRequest") == 1
     assert sample(text, "tessera_action_outcomes_total", action="unknown") == 1
     assert sample(text, "tessera_db_transaction_seconds_count") >= 3
-    assert sample(text, "tessera_http_request_duration_seconds_count", route="actions") == 5
+    assert sample(text, "tessera_http_request_duration_seconds_count", route="actions") == 7
     assert "tessera_db_connections_in_use" in text
+    assert sample(text, "tessera_event_deliveries_total", **notify, outcome="delivered") == 1
+    assert sample(text, "tessera_event_delivery_lag_seconds_count", **notify) == 1
 
 
 def test_metrics_are_off_by_default(tmp_path: Path, reset_database: str) -> None:

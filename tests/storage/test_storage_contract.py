@@ -248,7 +248,12 @@ async def test_sequences_count_per_tenant_and_roll_back_with_the_work(storage: S
         sa.Column("value", sa.BigInteger, nullable=False),
     )
     schema = Schema(
-        metadata=metadata, entities={}, audit=sequences, sequences=sequences, idempotency=sequences
+        metadata=metadata,
+        entities={},
+        audit=sequences,
+        sequences=sequences,
+        idempotency=sequences,
+        deliveries=sequences,
     )
     await storage.prepare(schema)
 

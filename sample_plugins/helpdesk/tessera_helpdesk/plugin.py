@@ -24,6 +24,7 @@ from plugin_api import (
     RowCondition,
     RowScope,
     Stamp,
+    Subscriber,
     Transition,
     TransitionAction,
     UpdateAction,
@@ -33,9 +34,11 @@ from plugin_api import (
 )
 
 # docs:end helpdesk-imports
+from tessera_helpdesk import notify
 
-TESSERA_PLUGIN_API = "1.2"
-"""The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``, ``ListOptions``)."""
+TESSERA_PLUGIN_API = "1.5"
+"""The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``, ``ListOptions``; 1.5: event
+subscribers)."""
 
 TICKET = "helpdesk.ticket"
 EDITABLE = ("title", "description", "priority", "estimate_hours", "due_at", "billable", "budget")
@@ -267,7 +270,7 @@ def open_tickets_only(ctx: ReadContext) -> ReadPolicyResult:
 # docs:start helpdesk-hooks
 @hookimpl
 def tessera_entities() -> Sequence[Entity]:
-    return (ticket,)
+    return (ticket, notify.notification)
 
 
 @hookimpl
@@ -277,7 +280,7 @@ def tessera_actions() -> Sequence[Action]:
 
 @hookimpl
 def tessera_projections() -> Sequence[Projection]:
-    return PROJECTIONS
+    return (*PROJECTIONS, notify.inbox)
 
 
 @hookimpl
@@ -288,6 +291,11 @@ def tessera_policies() -> Mapping[str, PolicyHandler]:
 @hookimpl
 def tessera_effects() -> Mapping[str, EffectHandler]:
     return {"helpdesk.escalate": escalate}
+
+
+@hookimpl
+def tessera_subscribers() -> Sequence[Subscriber]:
+    return notify.SUBSCRIBERS
 
 
 # docs:end helpdesk-hooks

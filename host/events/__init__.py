@@ -1,0 +1,1 @@
+"""Events: the transactional outbox, subscribers, webhooks and the dispatcher."""

@@ -1,0 +1,71 @@
+"""The transactional outbox: what an action adds to its own transaction so that its event
+exists exactly when it commits.
+
+The event itself is the action's audit record (``tessera_audit``, written anyway; the
+records the typed data API writes for other rows are not events). The outbox adds one
+statement: a single multi-row ``INSERT`` of one delivery per subscriber that wants the
+action (``tessera_deliveries``, state ``pending``), built once per action at startup. An
+action nobody subscribes to adds nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Final
+
+from host.storage import Statement, sql
+
+__all__ = ["PENDING", "Outbox", "now_ms"]
+
+PENDING: Final = "pending"
+_COLUMNS: Final = (
+    "event_id",
+    "subscriber",
+    "tenant_id",
+    "entity",
+    "subject_id",
+    "next_at",
+    "created_at",
+)
+
+
+def now_ms() -> int:
+    """Wall-clock time in Unix milliseconds (the unit of every time in the delivery table)."""
+    return time.time_ns() // 1_000_000
+
+
+def _insert(dialect: str, table: str, count: int) -> str:
+    columns = ", ".join(sql.quote(dialect, name) for name in (*_COLUMNS, "state", "attempts"))
+    marks = sql.placeholders(dialect, count * len(_COLUMNS))
+    width = len(_COLUMNS)
+    rows = ", ".join(
+        "(" + ", ".join(marks[i * width : (i + 1) * width]) + f", '{PENDING}', 0)"
+        for i in range(count)
+    )
+    return f"INSERT INTO {sql.quote(dialect, table)} ({columns}) VALUES {rows}"
+
+
+class Outbox:
+    """The delivery rows each action writes, by action FQN."""
+
+    def __init__(self, dialect: str, table: str, routes: Mapping[str, Iterable[str]]) -> None:
+        """``routes``: action FQN -> the names of the subscribers that want its events."""
+        self.routes: Mapping[str, tuple[str, ...]] = MappingProxyType(
+            {fqn: tuple(names) for fqn, names in routes.items() if names}
+        )
+        self._sql = {fqn: _insert(dialect, table, len(names)) for fqn, names in self.routes.items()}
+
+    def statement(
+        self, action: str, event_id: str, tenant_id: str, entity: str, subject_id: str
+    ) -> Statement | None:
+        """The INSERT of the deliveries of one event, or ``None`` when nobody wants it."""
+        names = self.routes.get(action)
+        if names is None:
+            return None
+        now = now_ms()
+        args: list[object] = []
+        for name in names:
+            args.extend((event_id, name, tenant_id, entity, subject_id, now, now))
+        return self._sql[action], args

@@ -1,0 +1,93 @@
+"""``TESSERA_WEBHOOKS``: the webhook endpoints, parsed and validated once at startup.
+
+The value is a JSON array of objects ``{"url": ..., "secret": ..., "events": [patterns]}``;
+a pattern is an action FQN (``billing.invoice.pay``), a prefix ending in ``*``
+(``billing.*``), or ``*`` for every action. Optional keys: ``name`` (the subscriber name its
+deliveries are kept under; default ``webhook:<url>``) and ``timeout_s`` (default 10).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+__all__ = ["Webhook", "parse_webhooks"]
+
+_PATTERN: Final = re.compile(r"^(\*|[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*(\.\*)?)$")
+_KEYS: Final = frozenset({"url", "secret", "events", "name", "timeout_s"})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Webhook:
+    """One endpoint: where matching events are POSTed and the key they are signed with."""
+
+    name: str
+    url: str
+    secret: str = field(repr=False)
+    events: tuple[str, ...]
+    timeout_s: float = 10.0
+
+    def wants(self, action: str) -> bool:
+        """Whether an event of ``action`` matches one of the patterns."""
+        for pattern in self.events:
+            if pattern == "*" or pattern == action:
+                return True
+            if pattern.endswith("*") and action.startswith(pattern[:-1]):
+                return True
+        return False
+
+
+def _endpoint(index: int, item: Any) -> Webhook:
+    where = f"item {index}"
+    if not isinstance(item, dict):
+        raise ValueError(f"{where} must be an object with url, secret and events")
+    unknown = sorted(set(item) - _KEYS)
+    if unknown:
+        raise ValueError(f"{where} has unknown key(s) {', '.join(unknown)}")
+    url = item.get("url")
+    if (
+        not isinstance(url, str)
+        or urlsplit(url).scheme not in {"http", "https"}
+        or not urlsplit(url).netloc
+    ):
+        raise ValueError(f"{where}: url must be an http(s) URL, got {url!r}")
+    secret = item.get("secret")
+    if not isinstance(secret, str) or len(secret) < 16:
+        raise ValueError(f"{where}: secret must be a string of at least 16 characters")
+    events = item.get("events")
+    if not isinstance(events, list) or not events:
+        raise ValueError(f"{where}: events must be a non-empty array of patterns")
+    for pattern in events:
+        if not isinstance(pattern, str) or not _PATTERN.match(pattern):
+            raise ValueError(
+                f"{where}: event pattern {pattern!r} is not an action FQN, a prefix ending "
+                "in '.*', or '*'"
+            )
+    name = item.get("name", f"webhook:{url}")
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{where}: name must be a non-empty string")
+    timeout = item.get("timeout_s", 10.0)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"{where}: timeout_s must be a positive number, got {timeout!r}")
+    return Webhook(name=name, url=url, secret=secret, events=tuple(events), timeout_s=timeout)
+
+
+def parse_webhooks(raw: str) -> tuple[Webhook, ...]:
+    """Parse the value of ``TESSERA_WEBHOOKS``; :class:`ValueError` in one line on a misfit."""
+    if not raw.strip():
+        return ()
+    try:
+        document = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(document, list):
+        raise ValueError("expected a JSON array of {url, secret, events} objects")
+    hooks = tuple(_endpoint(index, item) for index, item in enumerate(document))
+    names = [hook.name for hook in hooks]
+    for name in names:
+        if names.count(name) > 1:
+            raise ValueError(f"two webhooks named {name!r}; give one a distinct 'name'")
+    return hooks
