@@ -136,6 +136,7 @@ class ActionRuntime:
     ) -> None:
         self._graph = graph
         self._outbox = outbox
+        self._chain = storage.dialect == "postgresql"
         self._storage = storage
         self._schema = schema
         self._subject_renderers = {
@@ -297,7 +298,11 @@ class ActionRuntime:
             deliveries = self._outbox.statement(
                 action.fqn, event_id, actor.tenant_id, entity.fqn, record_id
             )
-            if deliveries is not None:
+            if deliveries is not None and isinstance(audit, tuple) and self._chain:
+                # PostgreSQL: the audit record and its deliveries in one round trip.
+                text = sql.chained(audit[0], len(audit[1]), deliveries[0])
+                statements = (write, (text, (*audit[1], *deliveries[1])))
+            elif deliveries is not None:
                 statements = (write, audit, deliveries)
         return Closing(outputs, statements, guarded=subject_id is not None)
 

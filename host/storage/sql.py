@@ -13,6 +13,7 @@ them. Values are passed as parameters, never inlined.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Final
 
@@ -21,6 +22,7 @@ from sqlalchemy.sql.compiler import IdentifierPreparer
 
 __all__ = [
     "Sql",
+    "chained",
     "guarded_update",
     "insert",
     "placeholders",
@@ -177,3 +179,17 @@ def select_where(dialect: str, table: str, columns: tuple[str, ...], where: Wher
         f"SELECT {_select_list(dialect, table, columns)} FROM {qt} "
         f"WHERE {' AND '.join(clauses)} ORDER BY {qt}.id LIMIT {marks[-1]}"
     )
+
+
+_MARK: Final = re.compile(r"\$(\d+)")
+
+
+@lru_cache(maxsize=_CACHED)
+def chained(first: Sql, first_marks: int, second: Sql) -> Sql:
+    """PostgreSQL: two writes as one statement, so they cost one round trip:
+    ``WITH _first AS (first) second``, the second's ``$n`` moved past the first's
+    ``first_marks`` parameters. The first must not need to return rows (a data-modifying
+    ``WITH`` without ``RETURNING`` runs all the same); the parameters are the first's, then
+    the second's. Only for statements built here (no ``$`` inside literals)."""
+    moved = _MARK.sub(lambda mark: f"${int(mark.group(1)) + first_marks}", second)
+    return f"WITH _first AS ({first}) {moved}"
