@@ -9,7 +9,6 @@ from host.config import Settings
 from host.events.dispatcher import Dispatcher, Outcome, Target
 from host.events.outbox import Outbox
 from host.events.store import DeliveryStore
-from host.events.webhook_config import Webhook
 from host.graph.model import Graph
 from host.runtime.data import DataRuntime
 from host.startup import StartupError
@@ -46,13 +45,7 @@ def _routes(graph: Graph, found: Mapping[str, Target]) -> dict[str, list[str]]:
     routes: dict[str, list[str]] = {}
     for fqn, action in graph.actions.items():
         routes[fqn] = [
-            name
-            for name, target in sorted(found.items())
-            if (
-                target.wants(fqn)
-                if isinstance(target, Webhook)
-                else target.wants(fqn, action.entity.fqn)
-            )
+            name for name, target in sorted(found.items()) if target.wants(fqn, action.entity.fqn)
         ]
     return routes
 

@@ -30,8 +30,9 @@ class Webhook:
     events: tuple[str, ...]
     timeout_s: float = 10.0
 
-    def wants(self, action: str) -> bool:
-        """Whether an event of ``action`` matches one of the patterns."""
+    def wants(self, action: str, entity: str | None = None) -> bool:
+        """Whether an event of ``action`` matches one of the patterns (patterns name actions;
+        ``entity`` is taken, and ignored, so every target answers the same call)."""
         for pattern in self.events:
             if pattern == "*" or pattern == action:
                 return True
