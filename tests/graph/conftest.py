@@ -11,6 +11,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -353,6 +355,10 @@ def run_cli(
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
     environment["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
     environment["TESSERA_PLUGINS_DISABLED"] = ",".join(installed_plugin_names())
+    # ``check`` plans the database: never the default ./tessera.db of whoever runs the tests
+    # (a served checkout has one); a file that does not exist is reported, not created.
+    unused = Path(tempfile.gettempdir()) / f"tessera-cli-{uuid.uuid4().hex}.db"
+    environment["TESSERA_DATABASE_URL"] = f"sqlite:///{unused}"
     environment.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "host", *args],

@@ -17,9 +17,11 @@ from host.plugins import load_plugins
 
 
 @pytest.fixture
-def no_installed_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_installed_plugins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in [s.env_var for s in SETTINGS]:
         monkeypatch.delenv(name, raising=False)
+    # ``check`` plans the database: not the default ./tessera.db of a served checkout.
+    monkeypatch.setenv("TESSERA_DATABASE_URL", f"sqlite:///{tmp_path / 'unused.db'}")
     names = [info.name for info, _ in load_plugins(Settings()).plugins]
     monkeypatch.setenv("TESSERA_PLUGINS_DISABLED", ",".join(names))
 
