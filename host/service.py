@@ -20,6 +20,7 @@ from host.startup import check_database_url, mask_url, reachable
 from host.storage import Schema, Storage, build_schema
 from host.storage.migrate import startup_evolution
 from host.storage.secrets import shared_secret
+from host.storage.store import EntityStore
 
 logger = logging.getLogger("tessera.service")
 
@@ -54,7 +55,8 @@ class Service:
         check_database_url(settings)
         schema = build_schema(graph)
         storage = Storage(settings)
-        events = Events(graph, settings, storage, schema, on_delivery)
+        entities = EntityStore(graph, schema, storage.dialect)
+        events = Events(graph, settings, storage, entities, on_delivery)
         try:
             await reachable(storage.connect(), settings)
         except BaseException:
@@ -90,7 +92,7 @@ class Service:
             graph=graph,
             schema=schema,
             storage=storage,
-            runtime=ActionRuntime(graph, storage, schema, events.outbox),
+            runtime=ActionRuntime(graph, storage, schema, events.outbox, entities),
             reader=ProjectionReader(graph, storage, schema),
             lists=ListReader(graph, storage, schema, cursors),
             idempotency=idempotency,

@@ -14,11 +14,12 @@ from types import MappingProxyType
 from typing import Final
 
 import sqlalchemy as sa
+from ulid import ULID
 
 from host.values import DATETIME_TEXT_LENGTH, ULID_LENGTH, render_datetime
 from plugin_api.definitions import SYSTEM_FIELDS
 
-__all__ = ["SYSTEM", "TABLE_KEY", "SystemField", "render_system"]
+__all__ = ["SYSTEM", "TABLE_KEY", "SystemField", "new_ulid", "render_system"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,3 +75,8 @@ TABLE_KEY: Final = ("tenant_id", "id")
 def render_system(name: str, value: object) -> object:
     """Render the stored value of system field ``name``."""
     return SYSTEM[name].render(value)
+
+
+def new_ulid() -> str:
+    """A new ULID as its canonical 26-character string (new row ids and versions, event ids)."""
+    return str(ULID())

@@ -32,8 +32,8 @@ from host.events.store import Delivery, DeliveryStore
 from host.events.webhook_config import Webhook
 from host.runtime.actor import Actor
 from host.runtime.data import ActionData, DataRuntime
-from host.runtime.stamps import new_ulid
 from host.storage import Closing, NothingMatched, Tx
+from host.systemfields import new_ulid
 from plugin_api.data import DataAccess
 from plugin_api.events import Event, Subscriber
 

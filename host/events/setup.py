@@ -12,7 +12,8 @@ from host.events.store import DeliveryStore
 from host.graph.model import Graph
 from host.runtime.data import DataRuntime
 from host.startup import StartupError
-from host.storage import Schema, Storage
+from host.storage import Storage
+from host.storage.store import EntityStore
 
 __all__ = ["Events", "targets"]
 
@@ -58,16 +59,17 @@ class Events:
         graph: Graph,
         settings: Settings,
         storage: Storage,
-        schema: Schema,
+        entities: EntityStore,
         on_outcome: Outcome | None = None,
     ) -> None:
+        schema = entities.schema
         found = targets(graph, settings)
         self.outbox = Outbox(storage.dialect, schema.deliveries.name, _routes(graph, found))
         self.store = DeliveryStore(storage, schema.deliveries.name, schema.audit.name)
         self.dispatcher: Dispatcher | None = None
         if settings.events_dispatch and found:
             self.dispatcher = Dispatcher(
-                self.store, found, settings, DataRuntime(graph, schema, storage.dialect), on_outcome
+                self.store, found, settings, DataRuntime(graph, entities), on_outcome
             )
 
     def start(self) -> None:

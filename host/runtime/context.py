@@ -133,7 +133,7 @@ class InvocationContext:
 
     # -- what the runtime uses ------------------------------------------------------------
 
-    def write(self, field: str, db_value: Any, *, output: bool) -> None:
+    def write(self, field: str, db_value: Any, output: bool) -> None:
         """Record a database value to write; ``output`` reports it in the outputs."""
         self._changes[field] = db_value
         if output:

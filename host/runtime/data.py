@@ -10,19 +10,18 @@ HTTP inputs (:func:`host.values.coerce_write`) and come back rendered like HTTP 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
-from host import jsonio
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
-from host.runtime.rows import RowRenderer, all_columns
-from host.runtime.stamps import new_ulid, stamp_value
-from host.storage import Schema, Statement, Tx, is_transient, sql
-from host.systemfields import SYSTEM
-from host.values import coerce_default, coerce_write, format_datetime, now_db, parse_datetime
+from host.runtime.writerules import missing_required, seed_new_row, state_mismatch, transition_row
+from host.storage import Statement, Tx, is_transient, sql
+from host.storage.store import AuditRecord, EntityStore
+from host.systemfields import SYSTEM, new_ulid
+from host.values import coerce_write, format_datetime, now_db, parse_datetime
 from plugin_api.data import OPERATORS, Condition, Row
-from plugin_api.definitions import Field, FieldType
+from plugin_api.definitions import Field, FieldType, Transition
 from plugin_api.errors import (
     AuditEmissionFailed,
     BadRequest,
@@ -34,6 +33,7 @@ from plugin_api.errors import (
 __all__ = ["ActionData", "DataRuntime"]
 
 logger = logging.getLogger("tessera.runtime")
+T = TypeVar("T")
 
 MAX_FIND_LIMIT: Final = 1000
 _ORDERED_TYPES: Final = frozenset({FieldType.INTEGER, FieldType.DATETIME})
@@ -42,31 +42,20 @@ _QUERYABLE_SYSTEM: Final = ("id", "created_at", "updated_at", "_version")
 
 
 class DataRuntime:
-    """What the data API needs of one graph, built once: renderers and statements."""
+    """What the data API needs of one graph, built once: the entity store and the reference
+    fields of each entity."""
 
-    def __init__(self, graph: Graph, schema: Schema, dialect: str) -> None:
+    def __init__(self, graph: Graph, store: EntityStore) -> None:
         self.graph = graph
-        self.schema = schema
-        self.dialect = dialect
-        self.renderers = {
-            fqn: RowRenderer(entity, all_columns(entity)) for fqn, entity in graph.entities.items()
-        }
-        self.select_one = {
-            fqn: sql.select_one(dialect, schema.entities[fqn].name, render.columns)
-            for fqn, render in self.renderers.items()
-        }
-        self.exists = {
-            fqn: sql.select_one(dialect, schema.entities[fqn].name, ("id",))
-            for fqn in graph.entities
-        }
-        self.audit_sql = sql.insert(dialect, schema.audit.name, schema.audit_columns)
+        self.store = store
+        self.dialect = store.dialect
         self.references = {
             fqn: tuple(f for f in entity.fields.values() if f.type is FieldType.REFERENCE)
             for fqn, entity in graph.entities.items()
         }
 
     def table(self, entity: CompiledEntity) -> str:
-        return self.schema.entities[entity.fqn].name
+        return self.store.schema.entities[entity.fqn].name
 
     async def check_references(
         self,
@@ -82,7 +71,9 @@ class DataRuntime:
             if value is None:
                 continue
             assert field.target is not None
-            if not await run(tx, (self.exists[field.target], (tenant_id, value))):
+            if not await _transient_is_conflict(
+                self.store.exists(tx, field.target, tenant_id, value)
+            ):
                 raise BadRequest(
                     f"Field {field.name!r} references {field.target} {value!r}, "
                     "which does not exist in this tenant"
@@ -97,7 +88,9 @@ class DataRuntime:
 
 
 class ActionData:
-    """:class:`plugin_api.data.DataAccess` for one action invocation."""
+    """:class:`plugin_api.data.DataAccess` for one action invocation: a facade over the
+    entity store (:mod:`host.storage.store`) and the write rules
+    (:mod:`host.runtime.writerules`) that the action chain follows too."""
 
     __slots__ = ("_actor", "_cause", "_rt", "_seen", "_subject", "_tx", "writable")
 
@@ -123,9 +116,9 @@ class ActionData:
     # -- reads ------------------------------------------------------------------------------
 
     async def get(self, entity: str, id: str) -> Row | None:
-        compiled = self._entity(entity)
-        row = await self._read(compiled, id)
-        return None if row is None else self._rt.renderers[entity](row)
+        self._entity(entity)
+        row = await self._read(entity, id)
+        return None if row is None else self._rt.store.renderer(entity)(row)
 
     async def find(
         self,
@@ -150,7 +143,7 @@ class ActionData:
             text = field is None or field.type is not FieldType.INTEGER
             shape.append((condition.field, op, len(values), text))
             args.extend(values)
-        render = self._rt.renderers[entity]
+        render = self._rt.store.renderer(entity)
         statement = sql.select_where(
             self._rt.dialect, self._rt.table(compiled), render.columns, tuple(shape)
         )
@@ -160,18 +153,14 @@ class ActionData:
             self._seen.setdefault((entity, row[id_at]), row[version_at])
         return render.many(rows)
 
-    async def _read(self, entity: CompiledEntity, id: str) -> Sequence[Any] | None:
+    async def _read(self, entity: str, id: str) -> Sequence[Any] | None:
         if not isinstance(id, str):
             raise ValueError(f"a row id is a string, got {type(id).__name__}")
-        found = await run(self._tx, (self._rt.select_one[entity.fqn], (self._actor.tenant_id, id)))
-        if not found:
-            return None
-        row = found[0]
-        self._seen.setdefault((entity.fqn, id), row[self._version_index(entity)])
+        store = self._rt.store
+        row = await _transient_is_conflict(store.get(self._tx, entity, self._actor.tenant_id, id))
+        if row is not None:
+            self._seen.setdefault((entity, id), store.version_of(entity, row))
         return row
-
-    def _version_index(self, entity: CompiledEntity) -> int:
-        return self._rt.renderers[entity.fqn].columns.index("_version")
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -180,29 +169,18 @@ class ActionData:
         compiled = self._entity(entity)
         changes = self._coerce(compiled, values)
         pending: dict[str, Any] = {}
-        for field in compiled.fields.values():
-            if field.has_default:
-                pending[field.name] = coerce_default(field)
-        pending.update(changes)
-        workflow = compiled.workflow
-        if workflow is not None:
-            pending[workflow.state_field] = workflow.initial
-        missing = [f.name for f in compiled.fields.values() if f.required and f.name not in pending]
+        seed_new_row(compiled, changes, lambda name, value, _output: _put(pending, name, value))
+        missing = missing_required(compiled, pending)
         if missing:
             raise BadRequest(f"Creating a {entity} requires: {', '.join(map(repr, missing))}")
         await self._rt.check_references(self._tx, self._actor.tenant_id, compiled, pending)
-        record_id, version, now = new_ulid(), new_ulid(), now_db()
-        system = {"id": record_id, "tenant_id": self._actor.tenant_id}
-        system |= {"created_at": now, "updated_at": now, "_version": version}
-        columns = (*system, *pending)
-        statement = sql.insert(self._rt.dialect, self._rt.table(compiled), columns)
-        await run(self._tx, (statement, (*system.values(), *pending.values())))
-        self._seen[(entity, record_id)] = version
-        row = self._rt.renderers[entity].columns
-        written = {**dict.fromkeys(row), **system, **pending}
-        rendered = self._rt.renderers[entity](tuple(written[name] for name in row))
-        outputs = {"id": record_id, **{name: rendered[name] for name in changes}}
-        await self._audit(compiled, record_id, rendered, changes, outputs, now)
+        now = now_db()
+        written = self._rt.store.insert(entity, self._actor.tenant_id, pending, now)
+        await run(self._tx, written.statement)
+        self._seen[(entity, written.id)] = written.version
+        rendered = self._render(entity, written.values)
+        outputs = {"id": written.id, **{name: rendered[name] for name in changes}}
+        await self._audit(compiled, written.id, rendered, changes, outputs, now)
         return rendered
 
     async def patch(self, entity: str, id: str, values: Mapping[str, Any]) -> Row:
@@ -221,59 +199,60 @@ class ActionData:
         self._check_writable()
         compiled = self._entity(entity)
         move = compiled.transitions.get(transition)
-        workflow = compiled.workflow
-        if move is None or workflow is None:
+        if move is None or compiled.workflow is None:
             raise ValueError(f"entity {entity!r} has no workflow transition {transition!r}")
         stamped = self._coerce(compiled, inputs or {})
-        now = now_db()
-        changes = dict(stamped)
-        changes[workflow.state_field] = move.target
-        for stamp in move.stamps:
-            changes[stamp.field] = stamp_value(compiled, stamp, self._actor, now)
-        return await self._update(compiled, id, changes, stamped, move.sources, now)
+        return await self._update(compiled, id, stamped, stamped, move)
 
     async def _update(
         self,
         entity: CompiledEntity,
         id: str,
-        changes: dict[str, Any],
+        values: dict[str, Any],
         given: Mapping[str, Any],
-        sources: tuple[str, ...] | None,
-        now: str | None = None,
+        transition: Transition | None,
     ) -> Row:
         if self._subject == (entity.fqn, id):
             raise ValueError(
                 f"{entity.fqn} {id!r} is this action's subject: change it with ctx.set()"
             )
-        row = await self._read(entity, id)
+        row = await self._read(entity.fqn, id)
         if row is None:
             raise NotFound(f"No {entity.fqn} with id '{id}' in this tenant")
-        columns = self._rt.renderers[entity.fqn].columns
-        current = dict(zip(columns, row, strict=True))
+        store = self._rt.store
+        current = dict(zip(store.renderer(entity.fqn).columns, row, strict=True))
         read_version = self._seen[(entity.fqn, id)]
         if current["_version"] != read_version:
             raise _conflict(entity, id)
-        if sources is not None:
-            workflow = entity.workflow
-            assert workflow is not None
-            state = current[workflow.state_field]
-            if state not in sources:
+        now = now_db()
+        changes = values
+        if transition is not None:
+            state = state_mismatch(entity, transition, current)
+            if state is not None:
+                workflow = entity.workflow
+                assert workflow is not None
                 raise WorkflowStateMismatch(
                     f"{entity.fqn} {id!r} is '{state}'; the transition applies to "
-                    f"{workflow.state_field} in {', '.join(sources)}"
+                    f"{workflow.state_field} in {', '.join(transition.sources)}"
                 )
+            changes = {}
+            transition_row(
+                entity,
+                transition,
+                values,
+                lambda name, value, _output: _put(changes, name, value),
+                self._actor,
+                now,
+            )
         await self._rt.check_references(self._tx, self._actor.tenant_id, entity, changes)
-        version, now = new_ulid(), now or now_db()
-        assignments = {"updated_at": now, "_version": version, **changes}
-        statement = sql.guarded_update(self._rt.dialect, self._rt.table(entity), tuple(assignments))
-        args = (*assignments.values(), self._actor.tenant_id, id, read_version)
-        if not await run(self._tx, (statement, args)):
+        written = store.update(entity.fqn, self._actor.tenant_id, id, read_version, changes, now)
+        if not await run(self._tx, written.statement):
             raise _conflict(entity, id)
-        self._seen[(entity.fqn, id)] = version
-        current.update(assignments)
-        rendered = self._rt.renderers[entity.fqn](tuple(current[name] for name in columns))
+        self._seen[(entity.fqn, id)] = written.version
+        current.update(written.values)
+        rendered = self._render(entity.fqn, current)
         outputs = {name: rendered[name] for name in changes}
-        outputs["_version"] = version
+        outputs["_version"] = written.version
         await self._audit(entity, id, rendered, given, outputs, now)
         return rendered
 
@@ -302,6 +281,11 @@ class ActionData:
             changes[name] = coerce_write(field, value)
         return changes
 
+    def _render(self, entity: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """A whole row in read shape from its column values (absent columns are null)."""
+        render = self._rt.store.renderer(entity)
+        return render(tuple(values.get(name) for name in render.columns))
+
     async def _audit(
         self,
         entity: CompiledEntity,
@@ -315,22 +299,19 @@ class ActionData:
         ``entity`` and ``subject_id`` the row written; ``inputs`` are the values given (in
         read shape), ``outputs`` what an action would answer."""
         actor = self._actor
-        inputs = {name: rendered[name] for name in given}
-        record = (
-            self._rt.audit_sql,
-            (
-                new_ulid(),
-                actor.tenant_id,
-                actor.actor_id,
-                jsonio.dumps(sorted(actor.roles)).decode(),
-                self._cause,
-                entity.fqn,
-                record_id,
-                jsonio.dumps(inputs).decode(),
-                jsonio.dumps(dict(outputs)).decode(),
-                self._rt.graph.hash,
-                now,
-            ),
+        record = self._rt.store.audit(
+            AuditRecord(
+                event_id=new_ulid(),
+                tenant_id=actor.tenant_id,
+                actor_id=actor.actor_id,
+                roles=actor.roles,
+                action=self._cause,
+                entity=entity.fqn,
+                subject_id=record_id,
+                inputs={name: rendered[name] for name in given},
+                outputs=dict(outputs),
+                at=now,
+            )
         )
         try:
             await run(self._tx, record)
@@ -339,6 +320,21 @@ class ActionData:
         except Exception as exc:
             logger.error("audit record of %s on %s failed", entity.fqn, record_id, exc_info=exc)
             raise AuditEmissionFailed() from exc
+
+
+def _put(values: dict[str, Any], name: str, value: Any) -> None:
+    values[name] = value
+
+
+async def _transient_is_conflict(read: Awaitable[T]) -> T:
+    """A read on the action's transaction; a concurrent transaction that made the database
+    abort this one is a 409 (as in :func:`run`)."""
+    try:
+        return await read
+    except Exception as exc:
+        if is_transient(exc):
+            raise ConcurrencyConflict() from exc
+        raise
 
 
 async def run(tx: Tx, statement: Statement) -> Sequence[Sequence[Any]]:

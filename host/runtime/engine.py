@@ -21,14 +21,17 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from host import jsonio
 from host.events.outbox import Outbox
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
 from host.runtime.data import DataRuntime
-from host.runtime.rows import RowRenderer, all_columns
-from host.runtime.stamps import new_ulid, stamp_value
+from host.runtime.writerules import (
+    missing_required,
+    seed_new_row,
+    state_mismatch,
+    transition_row,
+)
 from host.storage import (
     Closing,
     NothingMatched,
@@ -38,9 +41,10 @@ from host.storage import (
     Storage,
     TransientConflict,
     Tx,
-    sql,
 )
-from host.values import coerce_default, coerce_write, now_db
+from host.storage.store import AuditRecord, EntityStore
+from host.systemfields import new_ulid
+from host.values import coerce_write, now_db
 from plugin_api.definitions import (
     CreateAction,
     TransitionAction,
@@ -132,24 +136,20 @@ class ActionRuntime:
     """Runs actions of a compiled graph against a storage."""
 
     def __init__(
-        self, graph: Graph, storage: Storage, schema: Schema, outbox: Outbox | None = None
+        self,
+        graph: Graph,
+        storage: Storage,
+        schema: Schema,
+        outbox: Outbox | None = None,
+        store: EntityStore | None = None,
     ) -> None:
+        """``store``: the entity store of ``graph`` (built here when not given)."""
         self._graph = graph
         self._outbox = outbox
-        self._chain = storage.dialect == "postgresql"
         self._storage = storage
         self._schema = schema
-        self._subject_renderers = {
-            fqn: RowRenderer(entity, all_columns(entity)) for fqn, entity in graph.entities.items()
-        }
-        dialect = storage.dialect
-        self._subject_sql = {
-            fqn: sql.select_one(dialect, schema.entities[fqn].name, render.columns)
-            for fqn, render in self._subject_renderers.items()
-        }
-        audit = schema.audit
-        self._audit_sql = sql.insert(dialect, audit.name, schema.audit_columns)
-        self._data = DataRuntime(graph, schema, dialect)
+        self._store = store or EntityStore(graph, schema, storage.dialect)
+        self._data = DataRuntime(graph, self._store)
 
     def permitted(self, fqn: str, actor: Actor) -> CompiledAction:
         """Action ``fqn``, if ``actor`` holds one of its roles.
@@ -236,15 +236,16 @@ class ActionRuntime:
         """Policy -> subject -> custom policies -> workflow gate -> effect; the row and its
         audit record are the statements the unit of work ends with."""
         entity = action.entity
-        render = self._subject_renderers[entity.fqn]
+        store = self._store
+        render = store.renderer(entity.fqn)
         row: dict[str, Any] | None = None
         subject: dict[str, Any] | None = None
         if subject_id is not None:
-            found = await tx.rows(self._subject_sql[entity.fqn], (actor.tenant_id, subject_id))
-            if not found:
+            found = await store.get(tx, entity.fqn, actor.tenant_id, subject_id)
+            if found is None:
                 raise NotFound(f"No {entity.fqn} with id '{subject_id}' in this tenant")
-            row = dict(zip(render.columns, found[0], strict=True))
-            subject = render(found[0])
+            row = dict(zip(render.columns, found, strict=True))
+            subject = render(found)
         ctx = InvocationContext(
             action=action,
             actor=actor,
@@ -258,52 +259,74 @@ class ActionRuntime:
         await self._check_policies(action, ctx)
         await self._data.check_references(tx, actor.tenant_id, entity, values)
         now = now_db()
-        if isinstance(action.definition, CreateAction):
-            self._prepare_create(action, actor, ctx, values, now)
-        elif isinstance(action.definition, TransitionAction):
-            assert row is not None
-            self._prepare_transition(action, actor, ctx, row, values, now)
+        definition = action.definition
+        if isinstance(definition, CreateAction):
+            seed_new_row(entity, values, ctx.write, stamps=definition.stamps, actor=actor, now=now)
+            missing = missing_required(entity, ctx.pending)
+            if missing:
+                raise BadRequest(
+                    f"Action '{action.fqn}' requires input(s): {', '.join(map(repr, missing))}"
+                )
+        elif isinstance(definition, TransitionAction):
+            transition = action.transition
+            assert row is not None and transition is not None and entity.workflow is not None
+            current = state_mismatch(entity, transition, row)
+            if current is not None:
+                raise WorkflowStateMismatch(
+                    f"Action '{action.fqn}' applies to {entity.workflow.state_field} in "
+                    f"{', '.join(transition.sources)}; the subject is '{current}'"
+                )
+            transition_row(entity, transition, values, ctx.write, actor, now)
         else:
             for name, value in values.items():
-                ctx.write(name, value, output=True)
+                ctx.write(name, value, True)
         await self._run_effect(action, ctx)
         # References written by defaults, stamps or the effect (the inputs are checked above).
         unchecked = {k: v for k, v in ctx.pending.items() if k not in values or values[k] != v}
         await self._data.check_references(tx, actor.tenant_id, entity, unchecked)
 
-        version = new_ulid()
         if subject_id is None:
-            attempt.record_id = record_id = new_ulid()
-            write = self._insert(entity, actor, ctx, record_id, version, now)
+            written = store.insert(entity.fqn, actor.tenant_id, ctx.pending, now)
+            attempt.record_id = written.id
         else:
             assert row is not None
-            record_id = subject_id
-            write = self._update(entity, actor, ctx, record_id, row["_version"], version, now)
+            written = store.update(
+                entity.fqn, actor.tenant_id, subject_id, row["_version"], ctx.pending, now
+            )
+        record_id = written.id
         # The row, then its audit record. A value that does not render, or an audit record
         # that cannot be built, fails in the audit record's place: after the row's write,
         # so that a lost race is still reported first.
         try:
-            outputs = self._outputs(action, ctx, record_id, version)
+            outputs = self._outputs(action, ctx, record_id, written.version)
         except Exception as exc:
             attempt.unrenderable = exc
-            return Closing({}, (write, exc), guarded=subject_id is not None)
-        audit: Statement | Exception
+            return Closing({}, (written.statement, exc), guarded=subject_id is not None)
         event_id = new_ulid()
+        audit: Statement | Exception
         try:
-            audit = self._audit(action, actor, event_id, record_id, inputs, outputs, now)
+            audit = store.audit(
+                AuditRecord(
+                    event_id=event_id,
+                    tenant_id=actor.tenant_id,
+                    actor_id=actor.actor_id,
+                    roles=actor.roles,
+                    action=action.fqn,
+                    entity=entity.fqn,
+                    subject_id=record_id,
+                    inputs=inputs,
+                    outputs=outputs,
+                    at=now,
+                )
+            )
         except Exception as exc:
             audit = exc
-        statements: tuple[Statement | Exception, ...] = (write, audit)
+        deliveries = None
         if self._outbox is not None:
             deliveries = self._outbox.statement(
                 action.fqn, event_id, actor.tenant_id, entity.fqn, record_id
             )
-            if deliveries is not None and isinstance(audit, tuple) and self._chain:
-                # PostgreSQL: the audit record and its deliveries in one round trip.
-                text = sql.chained(audit[0], len(audit[1]), deliveries[0])
-                statements = (write, (text, (*audit[1], *deliveries[1])))
-            elif deliveries is not None:
-                statements = (write, audit, deliveries)
+        statements = store.closing(written.statement, audit, deliveries)
         return Closing(outputs, statements, guarded=subject_id is not None)
 
     # -- chain steps ----------------------------------------------------------------------
@@ -325,61 +348,6 @@ class ActionRuntime:
             if verdict is not True:
                 raise PolicyDenied(f"Policy '{name}' denied action '{action.fqn}'")
 
-    def _prepare_create(
-        self,
-        action: CompiledAction,
-        actor: Actor,
-        ctx: InvocationContext,
-        values: dict[str, Any],
-        now: str,
-    ) -> None:
-        definition = action.definition
-        assert isinstance(definition, CreateAction)
-        entity = action.entity
-        workflow = entity.workflow
-        for field in entity.fields.values():
-            if field.has_default:
-                ctx.write(field.name, coerce_default(field), output=False)
-        for name, value in values.items():
-            ctx.write(name, value, output=True)
-        if workflow is not None:
-            ctx.write(workflow.state_field, workflow.initial, output=True)
-        for stamp in definition.stamps:
-            ctx.write(stamp.field, stamp_value(entity, stamp, actor, now), output=False)
-        missing = [
-            field.name
-            for field in entity.fields.values()
-            if field.required and field.name not in ctx.pending
-        ]
-        if missing:
-            raise BadRequest(
-                f"Action '{action.fqn}' requires input(s): {', '.join(map(repr, missing))}"
-            )
-
-    def _prepare_transition(
-        self,
-        action: CompiledAction,
-        actor: Actor,
-        ctx: InvocationContext,
-        row: Mapping[str, Any],
-        values: dict[str, Any],
-        now: str,
-    ) -> None:
-        transition = action.transition
-        workflow = action.entity.workflow
-        assert transition is not None and workflow is not None
-        current = row[workflow.state_field]
-        if current not in transition.sources:
-            raise WorkflowStateMismatch(
-                f"Action '{action.fqn}' applies to {workflow.state_field} in "
-                f"{', '.join(transition.sources)}; the subject is '{current}'"
-            )
-        for name, value in values.items():
-            ctx.write(name, value, output=True)
-        ctx.write(workflow.state_field, transition.target, output=True)
-        for stamp in transition.stamps:
-            ctx.write(stamp.field, stamp_value(action.entity, stamp, actor, now), output=True)
-
     async def _run_effect(self, action: CompiledAction, ctx: InvocationContext) -> None:
         name = action.definition.effect
         if name is None:
@@ -398,45 +366,10 @@ class ActionRuntime:
         finally:
             ctx.writable = False
 
-    def _insert(
-        self,
-        entity: CompiledEntity,
-        actor: Actor,
-        ctx: InvocationContext,
-        record_id: str,
-        version: str,
-        now: str,
-    ) -> Statement:
-        table = self._schema.entities[entity.fqn].name
-        pending = ctx.pending
-        columns = ("tenant_id", "id", "created_at", "updated_at", "_version", *pending)
-        return (
-            sql.insert(self._storage.dialect, table, columns),
-            (actor.tenant_id, record_id, now, now, version, *pending.values()),
-        )
-
-    def _update(
-        self,
-        entity: CompiledEntity,
-        actor: Actor,
-        ctx: InvocationContext,
-        record_id: str,
-        read_version: str,
-        version: str,
-        now: str,
-    ) -> Statement:
-        """The guarded ``UPDATE ... RETURNING``: no row back means a concurrent write won."""
-        table = self._schema.entities[entity.fqn].name
-        changes = {"updated_at": now, "_version": version, **ctx.pending}
-        return (
-            sql.guarded_update(self._storage.dialect, table, tuple(changes)),
-            (*changes.values(), actor.tenant_id, record_id, read_version),
-        )
-
     def _outputs(
         self, action: CompiledAction, ctx: InvocationContext, record_id: str, version: str
     ) -> Outputs:
-        renderers = self._subject_renderers[action.entity.fqn].renderers
+        renderers = self._store.renderer(action.entity.fqn).renderers
         pending = ctx.pending
         outputs: Outputs = {"id": record_id} if action.kind == "create" else {}
         for name in ctx.output_fields:
@@ -444,35 +377,6 @@ class ActionRuntime:
         if action.kind != "create":
             outputs["_version"] = version
         return outputs
-
-    def _audit(
-        self,
-        action: CompiledAction,
-        actor: Actor,
-        event_id: str,
-        record_id: str,
-        inputs: Mapping[str, Any],
-        outputs: Outputs,
-        now: str,
-    ) -> Statement:
-        """The audit record's INSERT (the action's event); values in the order of
-        ``Schema.audit_columns``."""
-        return (
-            self._audit_sql,
-            (
-                event_id,
-                actor.tenant_id,
-                actor.actor_id,
-                jsonio.dumps(sorted(actor.roles)).decode(),
-                action.fqn,
-                action.entity.fqn,
-                record_id,
-                jsonio.dumps(inputs).decode(),
-                jsonio.dumps(outputs).decode(),
-                self._graph.hash,
-                now,
-            ),
-        )
 
 
 def _audit_failed(action: CompiledAction, record_id: str, exc: Exception) -> AuditEmissionFailed:

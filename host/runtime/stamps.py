@@ -4,17 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ulid import ULID
-
 from host.graph.model import CompiledEntity
 from host.runtime.actor import Actor
 from host.values import coerce_write
 from plugin_api.definitions import Field, Stamp, StampSource
-
-
-def new_ulid() -> str:
-    """A new ULID as its canonical 26-character string."""
-    return str(ULID())
 
 
 def stamp_value(entity: CompiledEntity, stamp: Stamp, actor: Actor, now: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from host.runtime.engine import ActionRuntime
+from host.storage.store import EntityStore
 from plugin_api import (
     SYSTEM_FIELDS,
     ActionContext,
@@ -127,7 +127,7 @@ async def test_audit_record_that_cannot_be_built_rolls_back(
     def unbuildable(*args: object) -> None:
         raise ValueError(SECRET)
 
-    monkeypatch.setattr(ActionRuntime, "_audit", unbuildable)
+    monkeypatch.setattr(EntityStore, "audit", unbuildable)
     for fqn, subject, inputs in (
         (TICKET + ".create", None, {"title": "Never stored"}),
         (TICKET + ".edit", ticket, {"title": "Never changed"}),

@@ -1,0 +1,86 @@
+"""The rules every write of an entity row follows, whoever writes it: a create action, a
+transition or update action, or a plugin through the data API (:mod:`host.runtime.data`).
+
+* a new row gets its fields' defaults, then the values given, then the workflow's initial
+  state, then the stamps of the action that creates it (if any); every required field must
+  then hold a value;
+* a transition applies only to a row in one of its source states; it writes the values
+  given, the target state and its stamps.
+
+The values are database values (already coerced); the system fields are set by the entity
+store (:mod:`host.storage.store`). Each rule reports through ``write(field, value, output)``
+so the action chain can tell which values its outputs show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from host.graph.model import CompiledEntity
+from host.runtime.actor import Actor
+from host.runtime.stamps import stamp_value
+from host.values import coerce_default
+from plugin_api.definitions import Stamp, Transition
+
+__all__ = ["Write", "missing_required", "seed_new_row", "state_mismatch", "transition_row"]
+
+Write = Callable[[str, Any, bool], None]
+"""``write(field, database value, output)``: record a value to write; ``output`` says whether
+an action reports it in its outputs."""
+
+
+def seed_new_row(
+    entity: CompiledEntity,
+    values: Mapping[str, Any],
+    write: Write,
+    *,
+    stamps: Iterable[Stamp] = (),
+    actor: Actor | None = None,
+    now: str = "",
+) -> None:
+    """The values of a new row: defaults, ``values``, the initial state, ``stamps``."""
+    for field in entity.fields.values():
+        if field.has_default:
+            write(field.name, coerce_default(field), False)
+    for name, value in values.items():
+        write(name, value, True)
+    workflow = entity.workflow
+    if workflow is not None:
+        write(workflow.state_field, workflow.initial, True)
+    for stamp in stamps:
+        assert actor is not None
+        write(stamp.field, stamp_value(entity, stamp, actor, now), False)
+
+
+def missing_required(entity: CompiledEntity, values: Mapping[str, Any]) -> list[str]:
+    """The required fields of ``entity`` that ``values`` (a new row's) leaves without one."""
+    return [f.name for f in entity.fields.values() if f.required and f.name not in values]
+
+
+def state_mismatch(
+    entity: CompiledEntity, transition: Transition, row: Mapping[str, Any]
+) -> str | None:
+    """The row's state when ``transition`` does not apply to it (``None`` when it does)."""
+    workflow = entity.workflow
+    assert workflow is not None
+    current = row[workflow.state_field]
+    return None if current in transition.sources else str(current)
+
+
+def transition_row(
+    entity: CompiledEntity,
+    transition: Transition,
+    values: Mapping[str, Any],
+    write: Write,
+    actor: Actor,
+    now: str,
+) -> None:
+    """The values a transition writes: ``values``, the target state, the stamps."""
+    workflow = entity.workflow
+    assert workflow is not None
+    for name, value in values.items():
+        write(name, value, True)
+    write(workflow.state_field, transition.target, True)
+    for stamp in transition.stamps:
+        write(stamp.field, stamp_value(entity, stamp, actor, now), True)

@@ -1,0 +1,195 @@
+"""The entity store: the one place where entity rows become SQL and SQL rows become entity rows.
+
+Built once per graph (:class:`EntityStore`). The action chain (:mod:`host.runtime.engine`)
+and the plugins' data API (:mod:`host.runtime.data`) write through it, and the projection
+route reads through it:
+
+* writes: :meth:`EntityStore.insert` and :meth:`EntityStore.update` (the guarded
+  ``UPDATE ... RETURNING``) are the only places that set system-field values (``id``,
+  ``tenant_id``, ``created_at``, ``updated_at``, ``_version``);
+* the closing statements of an action: the audit record (:meth:`EntityStore.audit`, the
+  one spelling of its eleven values) and the event's deliveries, chained into one statement
+  where the dialect can (:meth:`EntityStore.closing`);
+* reads: one row by key (:meth:`EntityStore.get`), existence (:meth:`EntityStore.exists`),
+  and the lists of :mod:`host.storage.reads`.
+
+Statements are SQL text built once per shape (:mod:`host.storage.sql`) and run on whatever
+runner the caller holds: the action's :class:`~host.storage.Tx` or the
+:class:`~host.storage.Storage` itself for a read outside a transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from host import jsonio
+from host.graph.model import CompiledEntity, Graph
+from host.runtime.rows import RowRenderer, all_columns  # moves to host.storage.rows
+from host.storage import sql
+from host.storage.schema import Schema
+from host.storage.tx import Statement
+from host.systemfields import new_ulid
+
+__all__ = ["AuditRecord", "EntityStore", "Runner", "Written"]
+
+
+class Runner(Protocol):
+    """What runs the store's statements: a unit of work's ``Tx`` or the ``Storage``."""
+
+    async def rows(self, sql: str, args: Sequence[Any] = ()) -> Sequence[Sequence[Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A row write, ready to run: its ``statement``, the row's ``id`` and new ``_version``,
+    and ``values``: every column written (database values, system fields included)."""
+
+    statement: Statement
+    id: str
+    version: str
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AuditRecord:
+    """One audit record: ``action`` caused a write of row ``subject_id`` of ``entity``.
+
+    ``inputs`` and ``outputs`` are JSON-ready (read shapes); ``at`` is database datetime text.
+    """
+
+    event_id: str
+    tenant_id: str
+    actor_id: str
+    roles: frozenset[str]
+    action: str
+    entity: str
+    subject_id: str
+    inputs: Mapping[str, Any]
+    outputs: Mapping[str, Any]
+    at: str
+
+
+class _EntityStatements:
+    """One entity's table, columns, renderer and fixed statements."""
+
+    __slots__ = ("exists", "render", "select_one", "table", "version_at")
+
+    def __init__(self, entity: CompiledEntity, table: str, dialect: str) -> None:
+        self.table = table
+        self.render = RowRenderer(entity, all_columns(entity))
+        self.select_one = sql.select_one(dialect, table, self.render.columns)
+        self.exists = sql.select_one(dialect, table, ("id",))
+        self.version_at = self.render.columns.index("_version")
+
+
+class EntityStore:
+    """Rows of every entity of one graph, in one database dialect."""
+
+    def __init__(self, graph: Graph, schema: Schema, dialect: str) -> None:
+        self.graph = graph
+        self.schema = schema
+        self.dialect = dialect
+        self._entities = {
+            fqn: _EntityStatements(entity, schema.entities[fqn].name, dialect)
+            for fqn, entity in graph.entities.items()
+        }
+        self._audit_sql = sql.insert(dialect, schema.audit.name, schema.audit_columns)
+        self._chain = dialect == "postgresql"
+
+    # -- rows of an entity ------------------------------------------------------------------
+
+    def renderer(self, entity: str) -> RowRenderer:
+        """The renderer of ``entity``'s whole rows (system fields first)."""
+        return self._entities[entity].render
+
+    def version_of(self, entity: str, row: Sequence[Any]) -> str:
+        """The ``_version`` of a whole row as :meth:`get` returns it."""
+        version: str = row[self._entities[entity].version_at]
+        return version
+
+    async def get(
+        self, runner: Runner, entity: str, tenant_id: str, row_id: str
+    ) -> Sequence[Any] | None:
+        """The whole row ``row_id`` of the tenant (positional, in the renderer's column
+        order), or ``None``."""
+        found = await runner.rows(self._entities[entity].select_one, (tenant_id, row_id))
+        return found[0] if found else None
+
+    async def exists(self, runner: Runner, entity: str, tenant_id: str, row_id: str) -> bool:
+        """Whether the tenant has the row ``row_id`` of ``entity``."""
+        return bool(await runner.rows(self._entities[entity].exists, (tenant_id, row_id)))
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def insert(self, entity: str, tenant_id: str, values: Mapping[str, Any], now: str) -> Written:
+        """The ``INSERT`` of a new row of ``entity`` holding ``values`` (database values of
+        declared fields); the system fields are set here."""
+        row_id, version = new_ulid(), new_ulid()
+        written = {
+            "tenant_id": tenant_id,
+            "id": row_id,
+            "created_at": now,
+            "updated_at": now,
+            "_version": version,
+            **values,
+        }
+        statement = sql.insert(self.dialect, self._entities[entity].table, tuple(written))
+        return Written((statement, tuple(written.values())), row_id, version, written)
+
+    def update(
+        self,
+        entity: str,
+        tenant_id: str,
+        row_id: str,
+        read_version: str,
+        changes: Mapping[str, Any],
+        now: str,
+    ) -> Written:
+        """The guarded ``UPDATE ... RETURNING`` of ``changes`` to the row ``row_id`` as read
+        at ``read_version``: it returns no row when a concurrent write changed it since.
+        ``updated_at`` and ``_version`` are set here."""
+        version = new_ulid()
+        written = {"updated_at": now, "_version": version, **changes}
+        table = self._entities[entity].table
+        statement = sql.guarded_update(self.dialect, table, tuple(written))
+        args = (*written.values(), tenant_id, row_id, read_version)
+        return Written((statement, args), row_id, version, written)
+
+    # -- closing statements of an action ----------------------------------------------------
+
+    def audit(self, record: AuditRecord) -> Statement:
+        """The ``INSERT`` of an audit record (values in ``Schema.audit_columns`` order)."""
+        return (
+            self._audit_sql,
+            (
+                record.event_id,
+                record.tenant_id,
+                record.actor_id,
+                jsonio.dumps(sorted(record.roles)).decode(),
+                record.action,
+                record.entity,
+                record.subject_id,
+                jsonio.dumps(record.inputs).decode(),
+                jsonio.dumps(record.outputs).decode(),
+                self.graph.hash,
+                record.at,
+            ),
+        )
+
+    def closing(
+        self,
+        write: Statement,
+        audit: Statement | Exception,
+        deliveries: Statement | None,
+    ) -> tuple[Statement | Exception, ...]:
+        """The statements an action ends with: its row's write, its audit record and its
+        event's deliveries (if any). Where the dialect can, the audit record and the
+        deliveries are one statement (one round trip)."""
+        if deliveries is None:
+            return (write, audit)
+        if self._chain and not isinstance(audit, Exception):
+            text = sql.chained(audit[0], len(audit[1]), deliveries[0])
+            return (write, (text, (*audit[1], *deliveries[1])))
+        return (write, audit, deliveries)
