@@ -208,8 +208,8 @@ def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) ->
     from host.query.cursor import CursorCodec
     from host.query.params import parse_list_query
     from host.query.spec import ID_COLUMN, list_spec
-    from host.runtime.listreads import ProjectionList
     from host.storage.listsql import select_list
+    from host.storage.reads import ProjectionList
 
     graph = build_graph(Settings(plugins_only=("helpdesk",)))
     projection = graph.projections[QUEUE]

@@ -1,4 +1,4 @@
-"""The running service: graph, storage, schema, runtime and reader, started and stopped as one."""
+"""The running service: graph, storage, schema, runtime and reads, started and stopped as one."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from host.events.dispatcher import Outcome
 from host.events.setup import Events
 from host.graph.model import Graph
 from host.query.cursor import CursorCodec
-from host.runtime import ActionRuntime, ProjectionReader
+from host.runtime import ActionRuntime
 from host.runtime.idempotency import IdempotencyStore
-from host.runtime.listreads import ListReader
 from host.startup import check_database_url, mask_url, reachable
 from host.storage import Schema, Storage, build_schema
 from host.storage.migrate import startup_evolution
+from host.storage.reads import ProjectionReads
 from host.storage.secrets import shared_secret
 from host.storage.store import EntityStore
 
@@ -34,9 +34,10 @@ class Service:
     schema: Schema
     storage: Storage
     runtime: ActionRuntime
-    reader: ProjectionReader
-    lists: ListReader
-    """Filtered, sorted and paged lists (docs/http.md, "Lists")."""
+    entities: EntityStore
+    """Rows of every entity: what the runtime, the data API and the dispatcher write through."""
+    reads: ProjectionReads
+    """Every projection read: lists (docs/http.md, "Lists") and details."""
     idempotency: IdempotencyStore
     purger: asyncio.Task[None]
     events: Events
@@ -93,8 +94,8 @@ class Service:
             schema=schema,
             storage=storage,
             runtime=ActionRuntime(graph, storage, schema, events.outbox, entities),
-            reader=ProjectionReader(graph, storage, schema),
-            lists=ListReader(graph, storage, schema, cursors),
+            entities=entities,
+            reads=ProjectionReads(graph, storage, schema, cursors),
             idempotency=idempotency,
             purger=asyncio.ensure_future(idempotency.purge_forever(interval)),
             events=events,

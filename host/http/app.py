@@ -29,6 +29,7 @@ from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
 from host.startup import StartupError
 from host.storage.plan import SchemaEvolutionError
+from host.storage.reads import plain_query
 from host.values import now_db, render_datetime
 from plugin_api.errors import InternalError, ProjectionNotFound, TesseraError
 
@@ -149,8 +150,8 @@ def create_app(
         if template is None:
             raise ProjectionNotFound(f"Unknown projection '{fqn}'")
         compiled = template.projection
-        lists = service().lists
-        spec = lists.spec(fqn)
+        reads = service().reads
+        spec = reads.spec(fqn)
         subject = request.args.get("subject")
         scope: tuple[Condition, ...] = ()
         offered: frozenset[str] | None = None
@@ -163,19 +164,15 @@ def create_app(
             scope = await gate.conditions(compiled, actor, spec, subject)
             offered = offered_actions(compiled, actor)
         generated_at = str(render_datetime(now_db()))
-        reader = service().reader
         version = negotiate(request.args.getlist("acceptSchemaVersions"))
         if subject is None:
             chunk_rows = settings.list_chunk_rows
-            query = parse_list_query(request.args, spec, version, tenant, lists.cursors, scope)
+            query = parse_list_query(request.args, spec, version, tenant, reads.cursors, scope)
             if query is not None:  # list parameters or 1.1.0 (docs/http.md, "Lists")
                 query = dataclasses.replace(query, offered=offered)
-                args = (lists, template, compiled, query, tenant, generated_at, chunk_rows)
+                args = (reads, template, compiled, query, tenant, generated_at, chunk_rows)
                 return await list_response(*args)
-            if scope:
-                listing = await lists.scoped(compiled, tenant, scope, chunk_rows)
-            else:
-                listing = await reader.read_list(compiled, tenant, chunk_rows)
+            listing = await reads.every_row(compiled, tenant, plain_query(scope), chunk_rows)
             if listing.rest is None:
                 return json_response(template.render_list(tenant, generated_at, listing.first))
             # A long list is streamed: memory stays bounded by one chunk of rows, and no
@@ -184,10 +181,7 @@ def create_app(
                 template.list_stream(tenant, generated_at, listing.first, listing.rest),
                 content_type=JSON,
             )
-        if scope:
-            item = await lists.one(compiled, tenant, subject, scope)
-        else:
-            item = await reader.get_row(compiled, tenant, subject)
+        item = await reads.one(compiled, tenant, subject, scope)
         document = template.render_detail(tenant, generated_at, item)
         if version == SCHEMA_1_1:
             document = offer(detail_document(document, spec), offered)

@@ -10,13 +10,13 @@ from host.http.envelope import JSON
 from host.http.viewschema import ViewSchemaTemplate
 from host.query.document import list_document, list_stream
 from host.query.params import ListQuery
-from host.runtime.listreads import ListReader
+from host.storage.reads import ProjectionReads
 
 __all__ = ["list_response"]
 
 
 async def list_response(
-    lists: ListReader,
+    lists: ProjectionReads,
     template: ViewSchemaTemplate,
     projection: CompiledProjection,
     query: ListQuery,

@@ -1,4 +1,4 @@
-"""Projection reads in process, through ``ProjectionReader`` and ``Storage`` directly.
+"""Projection reads in process, through ``ProjectionReads`` and ``Storage`` directly.
 
 A read holds a database connection only for one statement, runs to its end even when the
 request task is cancelled, and never leaves a connection inside a transaction; a connection
@@ -21,6 +21,7 @@ from host.logs import request_id_var
 from host.runtime.actor import Actor
 from host.service import Service
 from host.storage.database import SQLITE_READERS
+from host.storage.reads import plain_query
 
 TENANT = "t1"
 QUEUE = "helpdesk.ticket.queue"
@@ -48,7 +49,9 @@ async def create(service: Service, title: str) -> str:
 
 
 async def read_all(service: Service) -> list[str]:
-    listing = await service.reader.read_list(service.graph.projections[QUEUE], TENANT, CHUNK)
+    listing = await service.reads.every_row(
+        service.graph.projections[QUEUE], TENANT, plain_query(), CHUNK
+    )
     ids = [row["id"] for row in listing.first]
     if listing.rest is not None:
         async for chunk in listing.rest:
@@ -61,16 +64,18 @@ async def assert_every_connection_sees(service: Service, row_id: str) -> None:
     reads spread over the pool)."""
     projection = service.graph.projections[QUEUE]
     for _ in range(2 * SQLITE_READERS):
-        assert await service.reader.get_row(projection, TENANT, row_id) is not None
+        assert await service.reads.one(projection, TENANT, row_id, ()) is not None
     found = await asyncio.gather(
-        *(service.reader.get_row(projection, TENANT, row_id) for _ in range(8))
+        *(service.reads.one(projection, TENANT, row_id, ()) for _ in range(8))
     )
     assert all(item is not None for item in found)
 
 
 async def test_a_long_list_is_read_chunk_by_chunk_in_id_order(service: Service) -> None:
     ids = [await create(service, f"#{n}") for n in range(4 * CHUNK + 1)]
-    listing = await service.reader.read_list(service.graph.projections[QUEUE], TENANT, CHUNK)
+    listing = await service.reads.every_row(
+        service.graph.projections[QUEUE], TENANT, plain_query(), CHUNK
+    )
     assert listing.rest is not None
     chunks = [listing.first, *[chunk async for chunk in listing.rest]]
     assert [len(chunk) for chunk in chunks] == [CHUNK, CHUNK, CHUNK, CHUNK, 1]
@@ -81,7 +86,9 @@ async def test_rows_created_while_a_list_is_read_do_not_repeat_or_hide_others(
     service: Service,
 ) -> None:
     before = [await create(service, f"before {n}") for n in range(3 * CHUNK)]
-    listing = await service.reader.read_list(service.graph.projections[QUEUE], TENANT, CHUNK)
+    listing = await service.reads.every_row(
+        service.graph.projections[QUEUE], TENANT, plain_query(), CHUNK
+    )
     assert listing.rest is not None
     seen = [row["id"] for row in listing.first]
     created = []

@@ -1,5 +1,9 @@
-"""Reads of filtered, sorted, searched and paged lists (docs/http.md, "Lists").
+"""The one reader of projections: lists (filtered, sorted, searched, paged or whole) and
+details (docs/http.md, "Lists" and "Read access"), with the reader's row scope applied in the
+same statement.
 
+A v0.1 request (no list parameter, ViewSchema 1.0.0) is the plain list query
+(:func:`plain_query`: every row of the tenant in id order), read the same way as any other.
 Every read is one short statement keyed on the last row sent (keyset pagination over the sort
 keys and ``id``): a page is one statement (one row more than the page tells whether another
 follows); a list without a page size is read chunk by chunk with the same statement, each
@@ -9,6 +13,7 @@ chunk its own statement, so no connection or transaction is held while the clien
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from host.graph.listing import Kind
@@ -16,14 +21,52 @@ from host.graph.model import CompiledProjection, Graph
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.params import SCHEMA_1_0, Condition, ListQuery
 from host.query.spec import ID_COLUMN, ListSpec, list_spec
-from host.runtime.reads import ListRead, projection_columns
 from host.runtime.rows import RowRenderer
-from host.storage import Schema, Storage
+from host.storage.database import Storage
 from host.storage.listsql import select_list
+from host.storage.schema import Schema
 
-__all__ = ["ListReader", "ProjectionList", "Rows"]
+__all__ = [
+    "ListRead",
+    "ProjectionList",
+    "ProjectionReads",
+    "Rows",
+    "plain_query",
+    "projection_columns",
+]
 
 Rows = list[dict[str, Any]]
+
+
+def projection_columns(projection: CompiledProjection) -> tuple[str, ...]:
+    """``id`` followed by the projection's fields, in order, without repeating ``id``."""
+    return ("id", *(name for name in projection.definition.fields if name != "id"))
+
+
+@dataclass(frozen=True, slots=True)
+class ListRead:
+    """A list as the route serves it: the ``first`` chunk of rendered rows, and ``rest``,
+    the further chunks (``None`` when the first chunk is the whole list)."""
+
+    first: Rows
+    rest: AsyncIterator[Rows] | None
+
+
+def plain_query(
+    scope: tuple[Condition, ...] = (), *, conditions: tuple[Condition, ...] = ()
+) -> ListQuery:
+    """Every row of the tenant (in ``scope``) in id order, as v0.1 lists; ``conditions``
+    narrow it (a detail read is the plain query of one id)."""
+    return ListQuery(
+        version=SCHEMA_1_0,
+        conditions=conditions,
+        sort=(),
+        q=None,
+        page_size=None,
+        after=None,
+        binding=b"",
+        scope=scope,
+    )
 
 
 class ProjectionList:
@@ -41,8 +84,8 @@ class ProjectionList:
         self.table = table
 
 
-class ListReader:
-    """Lists of every projection of a graph, read through :func:`select_list`."""
+class ProjectionReads:
+    """Every read of every projection of a graph, through :func:`select_list`."""
 
     def __init__(
         self, graph: Graph, storage: Storage, schema: Schema, cursors: CursorCodec
@@ -112,46 +155,17 @@ class ListReader:
         """The row ``subject`` of the tenant if it matches ``scope``, else ``None`` (a row
         out of scope reads exactly like an unknown one)."""
         read = self._reads[projection.fqn]
-        query = ListQuery(
-            version=SCHEMA_1_0,
-            conditions=(Condition(ID_COLUMN, "eq", (subject,)),),
-            sort=(),
-            q=None,
-            page_size=1,
-            after=None,
-            binding=b"",
-            scope=scope,
-        )
+        query = plain_query(scope, conditions=(Condition(ID_COLUMN, "eq", (subject,)),))
         rows = await self._rows(read, query, tenant, None, 1)
         return read.render(rows[0]) if rows else None
-
-    async def scoped(
-        self,
-        projection: CompiledProjection,
-        tenant: str,
-        scope: tuple[Condition, ...],
-        chunk_size: int,
-    ) -> ListRead:
-        """Every row of the tenant in ``scope``, in id order, as
-        :meth:`host.runtime.reads.ProjectionReader.read_list` reads a whole list."""
-        query = ListQuery(
-            version=SCHEMA_1_0,
-            conditions=(),
-            sort=(),
-            q=None,
-            page_size=None,
-            after=None,
-            binding=b"",
-            scope=scope,
-        )
-        return await self.every_row(projection, tenant, query, chunk_size)
 
     async def every_row(
         self, projection: CompiledProjection, tenant: str, query: ListQuery, chunk_size: int
     ) -> ListRead:
         """Every matching row: the first chunk and, when there is more, an iterator of the
-        remaining chunks, each read by its own statement when the client wants it (as
-        :meth:`host.runtime.reads.ProjectionReader.read_list` reads a whole list)."""
+        remaining chunks, each read by its own statement when the client wants it (so no
+        connection is held between them). A chunk is consistent by itself: every row that
+        exists for the whole read appears exactly once, in order."""
         read = self._reads[projection.fqn]
         rows = await self._rows(read, query, tenant, query.after, chunk_size + 1)
         if len(rows) <= chunk_size:
