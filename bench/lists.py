@@ -208,6 +208,7 @@ def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) ->
     from host.query.cursor import CursorCodec
     from host.query.params import parse_list_query
     from host.query.spec import ID_COLUMN, list_spec
+    from host.storage.dialects import dialect_named
     from host.storage.listsql import select_list
     from host.storage.reads import ProjectionList
 
@@ -218,7 +219,7 @@ def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) ->
     args = MultiDict({k: v for k, v in query.items() if k != "cursor"})
     parsed = parse_list_query(args, spec, "1.0.0", tenant, CursorCodec(b"x"))
     assert parsed is not None and parsed.page_size is not None
-    dialect = "sqlite" if url.startswith("sqlite") else "postgresql"
+    dialect = dialect_named("sqlite" if url.startswith("sqlite") else "postgresql")
     after = keyset(cursor) if cursor else None
     sql, params = select_list(
         dialect,
@@ -231,7 +232,7 @@ def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) ->
         after=after,
         limit=parsed.page_size + 1,
     )
-    if dialect == "sqlite":
+    if dialect.embedded:
         with closing(sqlite3.connect(dbsetup.sqlite_path(url))) as conn:
             rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
         plan = "\n".join(str(row[-1]) for row in rows)

@@ -127,10 +127,7 @@ async def _list(store: DeliveryStore, args: argparse.Namespace) -> int:
 async def _run(settings: Settings, work: Callable[[DeliveryStore], Awaitable[int]]) -> int:
     check_database_url(settings)
     storage = Storage(settings)
-    if (
-        storage.dialect == "sqlite"
-        and not Path(DatabaseURL(settings.database_url).database).exists()
-    ):
+    if storage.dialect.embedded and not Path(DatabaseURL(settings.database_url).database).exists():
         raise StartupError(
             f"TESSERA_DATABASE_URL={settings.database_url}: no such SQLite file (nothing to show)"
         )

@@ -143,7 +143,7 @@ def migrate(
 
 def _new_sqlite(settings: Settings) -> bool:
     return (
-        Storage(settings).dialect == "sqlite"
+        Storage(settings).dialect.embedded
         and not Path(DatabaseURL(settings.database_url).database).exists()
     )
 

@@ -77,14 +77,14 @@ class Service:
             "started: tessera %s, graph %s, database %s (%s), plugins: %s",
             __version__,
             graph.hash,
-            storage.dialect,
+            storage.dialect.name,
             mask_url(settings.database_url),
             plugins or "none",
             extra={
                 "event": "started",
                 "version": __version__,
                 "graph_hash": graph.hash,
-                "dialect": storage.dialect,
+                "dialect": storage.dialect.name,
                 "plugins": {p.name: p.version for p in graph.plugins},
             },
         )

@@ -214,7 +214,7 @@ async def probe_database(settings: Settings) -> str:
     finally:
         with contextlib.suppress(Exception):
             await storage.disconnect()
-    return f"database: {shown}: reachable ({storage.dialect})"
+    return f"database: {shown}: reachable ({storage.dialect.name})"
 
 
 def check_bind(bind: str) -> None:

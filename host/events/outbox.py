@@ -5,7 +5,7 @@ The event itself is the action's audit record (``tessera_audit``, written anyway
 records the typed data API writes for other rows are not events). The outbox adds one
 statement: a single multi-row ``INSERT`` of one delivery per subscriber that wants the
 action (``tessera_deliveries``, state ``pending``), built once per action at startup (on
-PostgreSQL the engine chains it to the audit INSERT, one round trip: ``sql.chained``). An
+PostgreSQL the engine chains it to the audit INSERT, one round trip: ``Dialect.chained``). An
 action nobody subscribes to adds nothing.
 """
 
@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-from host.storage import Statement, sql
+from host.storage import Statement
+from host.storage.dialects import Dialect
 
 __all__ = ["PENDING", "Outbox", "now_ms"]
 
@@ -37,21 +38,21 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _insert(dialect: str, table: str, count: int) -> str:
-    columns = ", ".join(sql.quote(dialect, name) for name in (*_COLUMNS, "state", "attempts"))
-    marks = sql.placeholders(dialect, count * len(_COLUMNS))
+def _insert(dialect: Dialect, table: str, count: int) -> str:
+    columns = ", ".join(dialect.quote(name) for name in (*_COLUMNS, "state", "attempts"))
+    marks = dialect.placeholders(count * len(_COLUMNS))
     width = len(_COLUMNS)
     rows = ", ".join(
         "(" + ", ".join(marks[i * width : (i + 1) * width]) + f", '{PENDING}', 0)"
         for i in range(count)
     )
-    return f"INSERT INTO {sql.quote(dialect, table)} ({columns}) VALUES {rows}"
+    return f"INSERT INTO {dialect.quote(table)} ({columns}) VALUES {rows}"
 
 
 class Outbox:
     """The delivery rows each action writes, by action FQN."""
 
-    def __init__(self, dialect: str, table: str, routes: Mapping[str, Iterable[str]]) -> None:
+    def __init__(self, dialect: Dialect, table: str, routes: Mapping[str, Iterable[str]]) -> None:
         """``routes``: action FQN -> the names of the subscribers that want its events."""
         self.routes: Mapping[str, tuple[str, ...]] = MappingProxyType(
             {fqn: tuple(names) for fqn, names in routes.items() if names}

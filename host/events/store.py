@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from host.events.outbox import PENDING, now_ms
-from host.storage import Closing, Statement, Storage, Tx, sql
+from host.storage import Closing, Statement, Storage, Tx
 from plugin_api.events import Event
 
 __all__ = ["DEAD", "FAILED", "Delivery", "DeliveryStore", "SubscriberStats"]
@@ -57,18 +57,18 @@ class DeliveryStore:
     def __init__(self, storage: Storage, table: str, audit: str) -> None:
         self.storage = storage
         self.dialect = storage.dialect
-        self._t = sql.quote(self.dialect, table)
-        self._audit = sql.quote(self.dialect, audit)
+        self._t = self.dialect.quote(table)
+        self._audit = self.dialect.quote(audit)
 
     def _marks(self, count: int, start: int = 0) -> list[str]:
-        return sql.placeholders(self.dialect, start + count)[start:]
+        return self.dialect.placeholders(start + count)[start:]
 
     # -- taking --------------------------------------------------------------------------
 
     def _due(self, names: int, *, lock: bool) -> str:
         m = self._marks(names + 3)
         subscribers, now1, now2, limit = ", ".join(m[:names]), m[names], m[names + 1], m[-1]
-        locking = " FOR UPDATE OF d SKIP LOCKED" if lock and self.dialect == "postgresql" else ""
+        locking = self.dialect.lock_rows("d") if lock else ""
         return (
             f"SELECT d.seq FROM {self._t} d WHERE d.subscriber IN ({subscribers}) "
             f"AND d.state IN {_WAITING} AND d.next_at <= {now1} "

@@ -138,7 +138,7 @@ def create_app(
                 "ok": True,
                 "service": settings.service_name,
                 "graphHash": compiled_graph.hash,
-                "database": running.storage.dialect,
+                "database": running.storage.dialect.name,
             }
         )
 

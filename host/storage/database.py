@@ -33,12 +33,11 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from databases import Database, DatabaseURL
 from databases.core import Connection
-from sqlalchemy.dialects import postgresql as pg_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateIndex, CreateTable
 
 from host.config import Settings
 from host.logs import request_id_var
+from host.storage.dialects import POSTGRESQL, SQLITE, Dialect
 from host.storage.schema import Schema
 from host.storage.sql import Sql
 from host.storage.tx import Closing, Row, StatementFailed, Tx, is_transient, matches_nothing
@@ -78,10 +77,10 @@ class Storage:
         self._settings = settings
         scheme = self.url.split(":", 1)[0].split("+", 1)[0].lower()
         if scheme == "sqlite":
-            self.dialect = "sqlite"
+            self.dialect: Dialect = SQLITE
             self._db = Database(self.url)
         elif scheme in {"postgresql", "postgres"}:
-            self.dialect = "postgresql"
+            self.dialect = POSTGRESQL
             self._db = Database(
                 self.url, min_size=settings.pg_pool_min, max_size=settings.pg_pool_max
             )
@@ -103,7 +102,7 @@ class Storage:
     async def connect(self) -> None:
         """Open the database (for SQLite: the writer and the reader connections)."""
         await self._db.connect()
-        if self.dialect == "sqlite":
+        if self.dialect.embedded:
             self._writer = await self._open_sqlite(writer=True)
             for _ in range(SQLITE_READERS):
                 reader = await self._open_sqlite(writer=False)
@@ -145,8 +144,9 @@ class Storage:
         ``evolve`` (schema evolution) runs first, under the same lock, in the same transaction."""
 
         async def create(tx: Tx) -> None:
-            if self.dialect == "postgresql":
-                await tx.execute(sa.text(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})"))
+            lock = self.dialect.exclusive_lock(SCHEMA_LOCK_KEY)
+            if lock is not None:
+                await tx.execute(sa.text(lock))
             if evolve is not None:
                 await evolve(tx)
             for table in schema.metadata.sorted_tables:
@@ -202,7 +202,7 @@ class Storage:
 
     async def _run_timed(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
         try:
-            if self.dialect == "sqlite":
+            if self.dialect.embedded:
                 return await self._run_sqlite(work)
             return await self._run_postgresql(work)
         except StorageError:
@@ -285,7 +285,7 @@ class Storage:
         return await self._detached(self._fetch_all(query))
 
     async def _fetch_all(self, query: Any) -> Sequence[Row]:
-        if self.dialect == "sqlite":
+        if self.dialect.embedded:
             async with self._reader() as conn:
                 records = await conn.fetch_all(query)
         else:
@@ -309,7 +309,7 @@ class Storage:
         return await self._detached(self._rows(sql, args))
 
     async def _rows(self, sql: Sql, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
-        if self.dialect == "sqlite":
+        if self.dialect.embedded:
             async with self._reader() as conn:
                 return await Tx(conn, sqlite=True).rows(sql, args)
         async with self._pooled() as pooled:
@@ -320,7 +320,7 @@ class Storage:
     def connections_in_use(self) -> int:
         """Connections of this process busy right now (SQLite: writer and readers;
         PostgreSQL: the pool's)."""
-        if self.dialect == "sqlite":
+        if self.dialect.embedded:
             return int(self._write_lock.locked()) + len(self._reader_list) - self._readers.qsize()
         pool = getattr(getattr(self._db, "_backend", None), "_pool", None)
         if pool is None:
@@ -331,7 +331,7 @@ class Storage:
         """Whether the database answers a query within ``timeout`` seconds: ``None`` when it
         does, else why not (one line). SQLite: the file must also still be in place, since an
         open connection keeps reading a file that was moved or deleted."""
-        if self.dialect == "sqlite":
+        if self.dialect.embedded:
             path = Path(DatabaseURL(self.url).database)
             if not path.is_file():
                 return f"the SQLite file {path} is missing"
@@ -351,9 +351,8 @@ class Storage:
         """An upsert returning the next value of a per-tenant counter. The row lock it takes
         lasts until commit, which makes the counter gapless and unique under concurrency."""
         table = schema.sequences
-        insert = sqlite_dialect.insert if self.dialect == "sqlite" else pg_dialect.insert
         return (
-            insert(table)
+            self.dialect.upsert()(table)
             .values(tenant_id=tenant_id, name=name, value=1)
             .on_conflict_do_update(
                 index_elements=[table.c.tenant_id, table.c.name],

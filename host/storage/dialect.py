@@ -11,18 +11,14 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Dialect
+
+from host.storage.dialects import Dialect
 
 __all__ = ["IDENTIFIER_MAX_LENGTH", "EvolutionDialect"]
 
 IDENTIFIER_MAX_LENGTH: Final = 63
 """PostgreSQL truncates longer identifiers; SQLite has no limit. Generated names stay below."""
 
-_DIALECTS: Final[Mapping[str, Dialect]] = {
-    "sqlite": sqlite.dialect(),
-    "postgresql": postgresql.dialect(),  # type: ignore[no-untyped-call]
-}
 
 _SQLITE_COLUMNS: Final = (
     "SELECT m.name AS table_name, p.name AS column_name "
@@ -33,18 +29,19 @@ _POSTGRESQL_COLUMNS: Final = (
     "SELECT table_name, column_name FROM information_schema.columns "
     "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
 )
+_COLUMNS: Final[Mapping[str, str]] = {"sqlite": _SQLITE_COLUMNS, "postgresql": _POSTGRESQL_COLUMNS}
 
 
 class EvolutionDialect:
     """Statements of schema evolution for one dialect (``sqlite`` or ``postgresql``)."""
 
-    __slots__ = ("dialect", "name")
+    __slots__ = ("dialect", "name", "sql")
 
-    def __init__(self, name: str) -> None:
-        if name not in _DIALECTS:
-            raise ValueError(f"unsupported dialect {name!r}")
-        self.name = name
-        self.dialect = _DIALECTS[name]
+    def __init__(self, sql: Dialect) -> None:
+        self.sql = sql
+        """The dialect of the runtime's statements."""
+        self.name = sql.name
+        self.dialect = sql.engine
 
     def quote(self, identifier: str) -> str:
         quoted: str = self.dialect.identifier_preparer.quote(identifier)
@@ -70,7 +67,7 @@ class EvolutionDialect:
 
     def columns_query(self) -> sa.TextClause:
         """Rows (table_name, column_name) of every table of the database (current schema)."""
-        return sa.text(_SQLITE_COLUMNS if self.name == "sqlite" else _POSTGRESQL_COLUMNS)
+        return sa.text(_COLUMNS[self.name])
 
     def render(self, statement: sa.ClauseElement) -> str:
         """A Core statement as SQL text with its values inlined (for a printed plan)."""

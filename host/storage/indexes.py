@@ -21,6 +21,7 @@ from host.graph.model import Graph
 from host.query.spec import Column, list_spec
 from host.storage.database import Tx
 from host.storage.dialect import IDENTIFIER_MAX_LENGTH, EvolutionDialect
+from host.storage.dialects import Dialect
 from host.storage.listsql import index_ddl, sort_expression
 from host.storage.plan import Change, ChangeClass, Statement
 
@@ -40,7 +41,7 @@ _CATALOG: Final[Mapping[str, str]] = {
 }
 
 
-def _name(dialect: str, table: str, columns: Sequence[Column]) -> str:
+def _name(dialect: Dialect, table: str, columns: Sequence[Column]) -> str:
     # The digest of the expressions renames the index when one changes (new enum options).
     text = "\x00".join(sort_expression(dialect, column) for column in columns)
     digest = hashlib.sha256(text.encode()).hexdigest()[:8]
@@ -48,7 +49,7 @@ def _name(dialect: str, table: str, columns: Sequence[Column]) -> str:
     return f"{base[: IDENTIFIER_MAX_LENGTH - 9]}_{digest}"
 
 
-def wanted_indexes(graph: Graph, dialect: str) -> dict[tuple[str, str], tuple[str, str]]:
+def wanted_indexes(graph: Graph, dialect: Dialect) -> dict[tuple[str, str], tuple[str, str]]:
     """(table, index name) -> (fields, ``CREATE INDEX`` statement) for every list index."""
     wanted: dict[tuple[str, str], tuple[str, str]] = {}
     for projection in graph.projections.values():
@@ -69,7 +70,7 @@ async def index_changes(tx: Tx, dialect: EvolutionDialect, graph: Graph) -> list
     indexes to those ``graph`` wants."""
     rows = await tx.fetch_all(sa.text(_CATALOG[dialect.name]))
     existing = {(str(row["table_name"]), str(row["index_name"])) for row in rows}
-    wanted = wanted_indexes(graph, dialect.name)
+    wanted = wanted_indexes(graph, dialect.sql)
     changes: list[Change] = []
     for table, name in sorted(existing - wanted.keys()):
         sql = f"DROP INDEX IF EXISTS {dialect.quote(name)}"

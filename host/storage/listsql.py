@@ -18,7 +18,7 @@ from host.graph.listing import Kind
 from host.query.cursor import KeysetValue
 from host.query.params import Condition, ListQuery
 from host.query.spec import Column, SortKey
-from host.storage.sql import quote as _q
+from host.storage.dialects import Dialect
 
 __all__ = ["index_ddl", "select_list", "sort_expression"]
 
@@ -30,13 +30,13 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def sort_expression(dialect: str, column: Column) -> str:
+def sort_expression(dialect: Dialect, column: Column) -> str:
     """How ``column`` is compared and ordered: text in code-point order (``COLLATE "C"`` on
     PostgreSQL), money as a number, an enum by the position of its option."""
-    name = _q(dialect, column.name)
+    name = dialect.quote(column.name)
     kind = column.kind
-    if kind in _TEXT_KINDS and dialect == "postgresql":
-        return f'({name} COLLATE "C")'
+    if kind in _TEXT_KINDS:
+        return dialect.text_order(name)
     if kind is Kind.MONEY:
         return f"(CAST({name} AS NUMERIC))"
     if kind is Kind.ENUM:
@@ -53,13 +53,13 @@ class _Params:
 
     __slots__ = ("dialect", "values")
 
-    def __init__(self, dialect: str) -> None:
+    def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
         self.values: list[object] = []
 
     def mark(self, value: object) -> str:
         self.values.append(value)
-        return "?" if self.dialect == "sqlite" else f"${len(self.values)}"
+        return self.dialect.placeholder(len(self.values))
 
     def operand(self, column: Column, value: object) -> str:
         """A bound value on the same scale as :func:`sort_expression`."""
@@ -73,29 +73,15 @@ class _Params:
         return self.mark(value)
 
 
-def _fold(dialect: str, name: str) -> str:
-    # ASCII letters only, on both: SQLite's lower() folds ASCII alone; PostgreSQL's folds
-    # ASCII alone under the "C" collation (its default collation would fold more).
-    if dialect == "sqlite":
-        return f"lower({name})"
-    return f'lower({name} COLLATE "C")'
-
-
-def _contains(dialect: str, name: str, mark: str) -> str:
-    if dialect == "sqlite":
-        return f"instr({_fold(dialect, name)}, {mark}) > 0"
-    return f"strpos({_fold(dialect, name)}, {mark}) > 0"
-
-
 def _condition(condition: Condition, params: _Params) -> str:
     column, operator, values = condition.column, condition.operator, condition.values
     dialect = params.dialect
-    name = _q(dialect, column.name)
+    name = dialect.quote(column.name)
     expression = sort_expression(dialect, column)
     if operator == "null":
         return f"{name} IS NULL" if values[0] else f"{name} IS NOT NULL"
     if operator == "contains":
-        return _contains(dialect, name, params.mark(values[0]))
+        return dialect.contains(name, params.mark(values[0]))
     if operator == "in":
         marks = ", ".join(params.operand(column, value) for value in values)
         return f"{expression} IN ({marks})"
@@ -107,13 +93,12 @@ def _condition(condition: Condition, params: _Params) -> str:
 
 def _search(query: ListQuery, search: Sequence[Column], params: _Params) -> str:
     needle = query.needle
-    parts = [
-        _contains(params.dialect, _q(params.dialect, c.name), params.mark(needle)) for c in search
-    ]
+    dialect = params.dialect
+    parts = [dialect.contains(dialect.quote(c.name), params.mark(needle)) for c in search]
     return "(" + " OR ".join(parts) + ")"
 
 
-def _keys(dialect: str, sort: Sequence[SortKey], id_column: Column) -> list[tuple[Column, bool]]:
+def _keys(sort: Sequence[SortKey], id_column: Column) -> list[tuple[Column, bool]]:
     keys = [(key.column, key.descending) for key in sort]
     # ``id`` breaks ties in the direction of the last key, so one index per sort field
     # (tenant, expression, id) serves both directions.
@@ -121,19 +106,13 @@ def _keys(dialect: str, sort: Sequence[SortKey], id_column: Column) -> list[tupl
     return keys
 
 
-def _order_by(dialect: str, keys: Sequence[tuple[Column, bool]]) -> str:
-    parts = []
-    for column, descending in keys:
-        expression = sort_expression(dialect, column)
-        if dialect == "postgresql" and column.name != "id":
-            # SQLite's own order: nulls first ascending, last descending. ``id`` is never null
-            # and is indexed in PostgreSQL's default order, so it says nothing of nulls.
-            parts.append(
-                f"{expression} DESC NULLS LAST" if descending else f"{expression} NULLS FIRST"
-            )
-        else:
-            parts.append(f"{expression} DESC" if descending else expression)
-    return ", ".join(parts)
+def _order_by(dialect: Dialect, keys: Sequence[tuple[Column, bool]]) -> str:
+    # SQLite's own order on both: nulls first ascending, last descending. ``id`` is never
+    # null and is indexed in the backends' default order, so it says nothing of nulls.
+    return ", ".join(
+        dialect.order(sort_expression(dialect, column), descending, nullable=column.name != "id")
+        for column, descending in keys
+    )
 
 
 def _effective(column: Column, value: KeysetValue) -> KeysetValue:
@@ -162,11 +141,11 @@ def _after(
 
     def equal(column: Column, value: KeysetValue) -> str:
         if value is None:
-            return f"{_q(dialect, column.name)} IS NULL"
+            return f"{dialect.quote(column.name)} IS NULL"
         return f"{sort_expression(dialect, column)} = {params.operand(column, value)}"
 
     def beyond(column: Column, descending: bool, value: KeysetValue) -> str | None:
-        name = _q(dialect, column.name)
+        name = dialect.quote(column.name)
         if value is None:
             return None if descending else f"{name} IS NOT NULL"
         expression = sort_expression(dialect, column)
@@ -190,7 +169,7 @@ def _after(
 
 
 def select_list(
-    dialect: str,
+    dialect: Dialect,
     table: str,
     columns: Sequence[str],
     query: ListQuery,
@@ -209,25 +188,22 @@ def select_list(
     where.extend(_condition(condition, params) for condition in query.conditions)
     if query.needle is not None and search:
         where.append(_search(query, search, params))
-    keys = _keys(dialect, query.sort, id_column)
+    keys = _keys(query.sort, id_column)
     if after is not None:
         where.append(_after(keys, after, params))
-    select = ", ".join(_q(dialect, name) for name in columns)
+    select = ", ".join(dialect.quote(name) for name in columns)
     sql = (
-        f"SELECT {select} FROM {_q(dialect, table)} WHERE {' AND '.join(where)} "
+        f"SELECT {select} FROM {dialect.quote(table)} WHERE {' AND '.join(where)} "
         f"ORDER BY {_order_by(dialect, keys)} LIMIT {params.mark(limit)}"
     )
     return sql, params.values
 
 
-def index_ddl(dialect: str, table: str, columns: Sequence[Column], name: str) -> str:
+def index_ddl(dialect: Dialect, table: str, columns: Sequence[Column], name: str) -> str:
     """``CREATE INDEX name`` on (tenant, the columns' sort expressions, id), ordered as
     :func:`select_list` orders (nulls first)."""
-    expressions = []
-    for column in columns:
-        expression = sort_expression(dialect, column)
-        expressions.append(f"{expression} NULLS FIRST" if dialect == "postgresql" else expression)
+    expressions = [dialect.index_key(sort_expression(dialect, column)) for column in columns]
     return (
-        f"CREATE INDEX IF NOT EXISTS {_q(dialect, name)} "
-        f"ON {_q(dialect, table)} (tenant_id, {', '.join(expressions)}, id)"
+        f"CREATE INDEX IF NOT EXISTS {dialect.quote(name)} "
+        f"ON {dialect.quote(table)} (tenant_id, {', '.join(expressions)}, id)"
     )

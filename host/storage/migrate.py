@@ -27,6 +27,7 @@ from host.storage import sql
 from host.storage.convert import Unconvertible
 from host.storage.database import Storage, Tx
 from host.storage.dialect import EvolutionDialect
+from host.storage.dialects import Dialect
 from host.storage.evolution import build_plan, map_statement, page_values
 from host.storage.history import create_history, record_graph
 from host.storage.plan import (
@@ -54,7 +55,7 @@ def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-async def _run(tx: Tx, operation: Operation, dialect: str, progress: Progress) -> None:
+async def _run(tx: Tx, operation: Operation, dialect: Dialect, progress: Progress) -> None:
     if isinstance(operation, Statement):
         await tx.execute(sa.text(operation.sql))
     elif isinstance(operation, Backfill):
@@ -72,7 +73,7 @@ async def _run(tx: Tx, operation: Operation, dialect: str, progress: Progress) -
         await _convert(tx, operation, dialect, progress)
 
 
-async def _convert(tx: Tx, op: Convert, dialect: str, progress: Progress) -> None:
+async def _convert(tx: Tx, op: Convert, dialect: Dialect, progress: Progress) -> None:
     # The pages are keyed on (tenant_id, id) and read the moved-aside column, so writing the
     # new column as they go cannot disturb them. The converted values of a page are written
     # as one batch of keyed UPDATEs (one round trip to SQLite's thread per page).
@@ -100,7 +101,7 @@ class Evolution:
 
     graph: Graph
     schema: Schema
-    dialect: str
+    dialect: Dialect
     allow: frozenset[str] = frozenset()
     clock: Clock = _utcnow
     progress: Progress = NO_PROGRESS
@@ -130,7 +131,7 @@ class Evolution:
 
 
 def startup_evolution(
-    graph: Graph, schema: Schema, dialect: str, *, dry_run: bool = False
+    graph: Graph, schema: Schema, dialect: Dialect, *, dry_run: bool = False
 ) -> Evolution:
     """The evolution run at every startup: metadata and additive changes only. With
     ``dry_run`` (``tessera check``) the same decision, nothing applied."""

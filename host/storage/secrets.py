@@ -12,7 +12,6 @@ import secrets
 from typing import Final
 
 from host.storage.database import SCHEMA_LOCK_KEY, Storage, Tx
-from host.storage.sql import placeholders as _marks
 
 __all__ = ["SECRETS_TABLE", "shared_secret"]
 
@@ -22,11 +21,12 @@ SECRETS_TABLE: Final = "tessera_secrets"
 async def shared_secret(storage: Storage, name: str) -> bytes:
     """The secret ``name``, created (32 random bytes) by the first process that asks."""
     dialect = storage.dialect
-    first, second = _marks(dialect, 2)
+    first, second = dialect.placeholders(2)
+    lock = dialect.exclusive_lock(SCHEMA_LOCK_KEY)
 
     async def work(tx: Tx) -> bytes:
-        if dialect == "postgresql":
-            await tx.rows(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})")
+        if lock is not None:
+            await tx.rows(lock)
         await tx.rows(
             f"CREATE TABLE IF NOT EXISTS {SECRETS_TABLE} "
             "(name TEXT PRIMARY KEY, value TEXT NOT NULL)"

@@ -28,6 +28,7 @@ from host import jsonio
 from host.graph.model import CompiledEntity, Graph
 from host.runtime.rows import RowRenderer, all_columns  # moves to host.storage.rows
 from host.storage import sql
+from host.storage.dialects import Dialect
 from host.storage.schema import Schema
 from host.storage.tx import Statement
 from host.systemfields import new_ulid
@@ -76,7 +77,7 @@ class _EntityStatements:
 
     __slots__ = ("exists", "render", "select_one", "table", "version_at")
 
-    def __init__(self, entity: CompiledEntity, table: str, dialect: str) -> None:
+    def __init__(self, entity: CompiledEntity, table: str, dialect: Dialect) -> None:
         self.table = table
         self.render = RowRenderer(entity, all_columns(entity))
         self.select_one = sql.select_one(dialect, table, self.render.columns)
@@ -87,7 +88,7 @@ class _EntityStatements:
 class EntityStore:
     """Rows of every entity of one graph, in one database dialect."""
 
-    def __init__(self, graph: Graph, schema: Schema, dialect: str) -> None:
+    def __init__(self, graph: Graph, schema: Schema, dialect: Dialect) -> None:
         self.graph = graph
         self.schema = schema
         self.dialect = dialect
@@ -96,7 +97,6 @@ class EntityStore:
             for fqn, entity in graph.entities.items()
         }
         self._audit_sql = sql.insert(dialect, schema.audit.name, schema.audit_columns)
-        self._chain = dialect == "postgresql"
 
     # -- rows of an entity ------------------------------------------------------------------
 
@@ -189,7 +189,7 @@ class EntityStore:
         deliveries are one statement (one round trip)."""
         if deliveries is None:
             return (write, audit)
-        if self._chain and not isinstance(audit, Exception):
-            text = sql.chained(audit[0], len(audit[1]), deliveries[0])
+        if self.dialect.chains_writes and not isinstance(audit, Exception):
+            text = self.dialect.chained(audit[0], len(audit[1]), deliveries[0])
             return (write, (text, (*audit[1], *deliveries[1])))
         return (write, audit, deliveries)

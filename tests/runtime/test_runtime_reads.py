@@ -117,7 +117,7 @@ async def test_cancelled_reads_leave_every_connection_clean(service: Service) ->
     newest = await create(service, "after the cancellations")
     await assert_every_connection_sees(service, newest)
     assert len(await read_all(service)) == 5 * CHUNK + 1
-    if service.storage.dialect == "postgresql":
+    if service.storage.dialect.name == "postgresql":
         rows = await service.storage.rows(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
             "AND state LIKE 'idle in transaction%'"
@@ -130,7 +130,7 @@ async def test_a_connection_left_in_a_transaction_is_rolled_back_before_use(
     service: Service, role: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     storage: Any = service.storage
-    if storage.dialect != "sqlite":
+    if not storage.dialect.embedded:
         pytest.skip("PostgreSQL: asyncpg's pool rolls back a released connection itself")
     old = await create(service, "before")
     # A fault no code path produces any more: a connection left inside a read transaction,
