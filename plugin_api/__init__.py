@@ -16,8 +16,9 @@ from plugin_api.access import (
     RowCondition,
     RowScope,
 )
+from plugin_api.conditions import OPERATORS, Condition, Operator
 from plugin_api.context import ActionContext, EffectHandler, PolicyHandler, QueryHandle
-from plugin_api.data import OPERATORS, Condition, DataAccess, Operator, Row
+from plugin_api.data import DataAccess, Row
 from plugin_api.definitions import (
     NO_DEFAULT,
     SYSTEM_FIELDS,

@@ -17,22 +17,22 @@ A :class:`~plugin_api.definitions.Projection` may carry a :class:`ReadAccess`::
 A projection without ``access`` is readable by anyone who names the tenant, as in v0.1.
 
 A *read policy* (hook ``tessera_read_policies``) gets a :class:`ReadContext` and returns
-``True`` (allow every row the other rules allow), a :class:`RowCondition` or a sequence of them
-(allow only rows matching all of them), or anything else to deny with 403 ``PolicyDenied``. A
-read policy may look at the actor, the tenant and the projection; it may not read or write the
-database, and it never sees SQL: a row condition is typed data (a field, an operator of
-:class:`~plugin_api.listing.FilterOperator` and values) that the host validates and binds.
+``True`` (allow every row the other rules allow), a :class:`~plugin_api.conditions.Condition`
+or a sequence of them (allow only rows matching all of them), or anything else to deny with 403
+``PolicyDenied``. A read policy may look at the actor, the tenant and the projection; it may
+not read or write the database, and it never sees SQL: a condition is typed data (a field, an
+:class:`~plugin_api.conditions.Operator` and values) that the host validates and binds, with
+the rules of list filters. (``RowCondition`` is the condition's deprecated name.)
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from plugin_api.definitions import JSONScalar, _as_tuples
-from plugin_api.listing import FilterOperator
+from plugin_api.conditions import Condition
+from plugin_api.definitions import _as_tuples
 
 if TYPE_CHECKING:
     from plugin_api.definitions import Projection
@@ -83,25 +83,9 @@ class ReadAccess:
         _as_tuples(self, "roles", "policies")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RowCondition:
-    """A typed row condition a read policy returns: ``field <operator> value``.
-
-    :param field: a declared field of the entity, or ``id``, ``created_at``, ``updated_at``.
-    :param operator: an operator of :class:`~plugin_api.listing.FilterOperator` that fits the
-        field's type (as for list filters).
-    :param value: the value in the field's write shape; a tuple for ``in``; ``True`` or
-        ``False`` for ``null``.
-    """
-
-    field: str
-    operator: FilterOperator | str = FilterOperator.EQ
-    value: JSONScalar | tuple[JSONScalar, ...] = None
-
-    def __post_init__(self) -> None:
-        _as_tuples(self, "value")
-        with contextlib.suppress(ValueError, TypeError):
-            object.__setattr__(self, "operator", FilterOperator(self.operator))
+RowCondition = Condition
+"""Deprecated name of :class:`plugin_api.conditions.Condition` (the same class): what a read
+policy returns."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -116,7 +100,7 @@ class ReadContext:
     """The requested subject id of a detail read, ``None`` for a list."""
 
 
-ReadPolicyResult: TypeAlias = bool | RowCondition | Sequence[RowCondition]
+ReadPolicyResult: TypeAlias = bool | Condition | Sequence[Condition]
 """``True``: allow; a condition or conditions: allow those rows only; anything else: deny."""
 
 ReadPolicyHandler: TypeAlias = Callable[

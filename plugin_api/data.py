@@ -19,48 +19,14 @@ only read; a write from a policy raises :class:`RuntimeError`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
+
+from plugin_api.conditions import OPERATORS, Condition, Operator
 
 __all__ = ["OPERATORS", "Condition", "DataAccess", "Operator", "Row"]
 
-Operator: TypeAlias = Literal["eq", "ne", "in", "lt", "lte", "gt", "gte", "contains", "null"]
-"""A condition's operator (the list filters' operators)."""
-
-OPERATORS: Final[tuple[str, ...]] = (
-    "eq",
-    "ne",
-    "in",
-    "lt",
-    "lte",
-    "gt",
-    "gte",
-    "contains",
-    "null",
-)
-
 Row: TypeAlias = Mapping[str, Any]
 """A row in read shape, system fields included."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Condition:
-    """One condition of :meth:`DataAccess.find`: ``field`` ``op`` ``value``.
-
-    :param field: a declared field or a system field (``id``, ``created_at``, ...).
-    :param op: ``eq`` / ``ne`` (``ne`` also matches null), ``in`` (``value`` a sequence of
-        values), ``lt`` ``lte`` ``gt`` ``gte`` (integer and datetime fields, and the system
-        fields ``id``, ``created_at``, ``updated_at``), ``contains`` (substring of a string
-        field; ASCII letters compare case-insensitively, as in list filters), ``null``
-        (``value`` ``True``: the field is null, ``False``: it is not). A money field takes
-        only ``null`` (amounts are stored as written: ``10.50`` is not ``10.5``).
-    :param value: in the field's write shape (a datetime as RFC 3339 text, a reference as
-        the row id); never SQL.
-    """
-
-    field: str
-    op: Operator = "eq"
-    value: Any = None
 
 
 class DataAccess(Protocol):
@@ -80,6 +46,10 @@ class DataAccess(Protocol):
     ) -> Sequence[Row]:
         """The rows of ``entity`` matching every condition (and every ``where`` item,
         shorthand for an ``eq`` condition), in ``id`` order, at most ``limit`` (1 to 1000).
+
+        A condition follows the rules of list filters (:mod:`plugin_api.conditions`); here
+        ``eq``/``ne`` with the value ``None`` mean ``null`` ``True``/``False``, and ``in``
+        takes at most 1000 values.
 
         :raises BadRequest: a value does not fit its field.
         :raises ValueError: an unknown entity, field or operator.

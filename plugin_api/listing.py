@@ -24,10 +24,10 @@ and the host creates the indexes that serve them (docs/http.md, "Lists").
 from __future__ import annotations
 
 import contextlib
-import enum
 from dataclasses import dataclass
 from typing import Final
 
+from plugin_api.conditions import Operator
 from plugin_api.definitions import _as_tuples
 
 __all__ = [
@@ -35,29 +35,15 @@ __all__ = [
     "Filter",
     "FilterOperator",
     "ListOptions",
+    "Operator",
 ]
 
 MAX_PAGE_SIZE: Final = 1000
 """The default (and largest allowed) maximum page size of a projection."""
 
 
-class FilterOperator(str, enum.Enum):
-    """The operators of ``filter.<field>.<op>=value`` query parameters."""
-
-    EQ = "eq"
-    """Equal (``filter.<field>=value`` is the same as ``filter.<field>.eq=value``)."""
-    NE = "ne"
-    """Not equal; rows whose value is null match too."""
-    IN = "in"
-    """One of a comma-separated list of values."""
-    LT = "lt"
-    LTE = "lte"
-    GT = "gt"
-    GTE = "gte"
-    CONTAINS = "contains"
-    """Case-insensitive substring (string fields; ASCII letters fold, see docs/http.md)."""
-    NULL = "null"
-    """``true``: the value is null; ``false``: it is not (nullable declared fields)."""
+FilterOperator = Operator
+"""Deprecated name of :class:`plugin_api.conditions.Operator` (the same enum)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -66,13 +52,13 @@ class Filter:
 
     :param field: a declared field of the projection's entity, or the system field ``id``,
         ``created_at`` or ``updated_at``.
-    :param operators: the operators allowed (names or :class:`FilterOperator` members);
+    :param operators: the operators allowed (names or :class:`Operator` members);
         ``None`` (the default) allows every operator that fits the field's type.
     :param label: explicit label for renderers; without one, the field's label.
     """
 
     field: str
-    operators: tuple[FilterOperator | str, ...] | None = None
+    operators: tuple[Operator | str, ...] | None = None
     label: str | None = None
 
     def __post_init__(self) -> None:
@@ -80,10 +66,10 @@ class Filter:
         # is not an operator is left for the graph compiler to report).
         _as_tuples(self, "operators")
         if isinstance(self.operators, tuple):
-            members: list[FilterOperator | str] = []
+            members: list[Operator | str] = []
             for op in self.operators:
                 with contextlib.suppress(ValueError, TypeError):
-                    op = FilterOperator(op)
+                    op = Operator(op)
                 members.append(op)
             object.__setattr__(self, "operators", tuple(members))
 
