@@ -22,14 +22,14 @@ from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.metrics import Metrics
+from host.query.conditions import Condition
 from host.query.document import detail_document, offer
-from host.query.params import SCHEMA_1_1, Condition, negotiate, parse_list_query
+from host.query.params import SCHEMA_1_1, negotiate, parse_list_query, plain_query
 from host.runtime import idempotency, resolve_actor, resolve_tenant
 from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
 from host.startup import StartupError
 from host.storage.plan import SchemaEvolutionError
-from host.storage.reads import plain_query
 from host.values import now_db, render_datetime
 from plugin_api.errors import InternalError, ProjectionNotFound, TesseraError
 

@@ -13,20 +13,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from host.graph.listing import Kind
+from host.query.conditions import Condition, fold, from_text
 from host.query.cursor import CursorCodec, KeysetValue
-from host.query.spec import Column, ListSpec, SortKey
-from host.values import coerce_write
+from host.query.spec import ListSpec, SortKey
 from plugin_api.errors import BadRequest
 
 __all__ = [
     "LIST_PARAMETERS",
-    "Condition",
     "ListQuery",
     "binding",
-    "fold",
     "negotiate",
     "parse_list_query",
+    "plain_query",
 ]
 
 SCHEMA_1_0: Final = "1.0.0"
@@ -35,7 +33,6 @@ LIST_PARAMETERS: Final = ("pageSize", "cursor", "sort", "q")
 FILTER_PREFIX: Final = "filter."
 IN_MAX_VALUES: Final = 100
 _DIGITS: Final = re.compile(r"[0-9]{1,9}", re.ASCII)
-_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 class Args(Protocol):
@@ -44,16 +41,6 @@ class Args(Protocol):
     def getlist(self, key: str) -> list[str]: ...
 
     def keys(self) -> Iterable[str]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """One filter: ``column <operator> values`` (database values; ``in`` has several,
-    ``null`` has one boolean)."""
-
-    column: Column
-    operator: str
-    values: tuple[object, ...]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,10 +70,24 @@ class ListQuery:
         return None if self.q is None else fold(self.q)
 
 
-def fold(text: str) -> str:
-    """Case folding of ``contains`` and ``q``: ASCII ``A-Z`` to ``a-z``, nothing else (the
-    same on SQLite and PostgreSQL, see docs/http.md)."""
-    return text.translate(_ASCII_LOWER)
+def plain_query(
+    scope: tuple[Condition, ...] = (),
+    *,
+    conditions: tuple[Condition, ...] = (),
+    limit: int | None = None,
+) -> ListQuery:
+    """Every row of the tenant (in ``scope``) in id order, as v0.1 lists; ``conditions``
+    narrow it (a detail read is the plain query of one id), ``limit`` makes it one page."""
+    return ListQuery(
+        version=SCHEMA_1_0,
+        conditions=conditions,
+        sort=(),
+        q=None,
+        page_size=limit,
+        after=None,
+        binding=b"",
+        scope=scope,
+    )
 
 
 def negotiate(values: Sequence[str]) -> str:
@@ -152,20 +153,6 @@ def _sort(text: str, spec: ListSpec) -> tuple[SortKey, ...]:
     return tuple(keys)
 
 
-def _value(column: Column, text: str, parameter: str) -> object:
-    try:
-        if column.kind is Kind.BOOLEAN:
-            if text not in ("true", "false"):
-                raise BadRequest(f"Field {column.name!r} expects true or false, got {text!r}")
-            return text == "true"
-        if column.kind is Kind.MONEY:
-            currency = column.field.currency
-            return coerce_write(column.field, {"amount": text, "currency": currency})
-        return coerce_write(column.field, text)
-    except BadRequest as error:
-        raise BadRequest(f"Parameter {parameter!r}: {error.message}") from None
-
-
 def _condition(parameter: str, text: str, spec: ListSpec) -> Condition:
     name, _, operator = parameter[len(FILTER_PREFIX) :].partition(".")
     declared = spec.filters.get(name)
@@ -181,26 +168,14 @@ def _condition(parameter: str, text: str, spec: ListSpec) -> Condition:
             f"Parameter {parameter!r}: operator {operator!r} is not allowed on {name!r}; "
             f"allowed: {', '.join(declared.operators)}"
         )
-    column = declared.column
-    if operator == "null":
-        if text not in ("true", "false"):
-            raise BadRequest(f"Parameter {parameter!r} expects true or false, got {text!r}")
-        return Condition(column, operator, (text == "true",))
-    if operator == "contains":
-        return Condition(column, operator, (fold(str(_value(column, text, parameter))),))
-    if operator == "in":
-        parts = text.split(",")
-        if len(parts) > IN_MAX_VALUES:
-            raise BadRequest(f"Parameter {parameter!r} lists more than {IN_MAX_VALUES} values")
-        values = dict.fromkeys(_value(column, part, parameter) for part in parts)
-        return Condition(column, operator, tuple(values))
-    return Condition(column, operator, (_value(column, text, parameter),))
+    return from_text(declared.column, operator, text, parameter=parameter, in_max=IN_MAX_VALUES)
 
 
 def _search(text: str, spec: ListSpec) -> str | None:
     if not spec.search:
         raise BadRequest(f"Parameter 'q': projection {spec.fqn!r} declares no search")
-    _value(spec.search[0], text, "q")  # the text rules of a string value (no NUL...)
+    # The text rules of a string value (no NUL...).
+    from_text(spec.search[0], "contains", text, parameter="q", in_max=1)
     return text or None
 
 

@@ -8,11 +8,19 @@ from types import MappingProxyType
 from typing import Final
 
 from host.graph.listing import Kind, field_kind, operator_names
-from host.graph.model import CompiledProjection
+from host.graph.model import CompiledEntity, CompiledProjection
 from plugin_api.definitions import Field, FieldType
 from plugin_api.listing import MAX_PAGE_SIZE, ListOptions
 
-__all__ = ["ID_COLUMN", "Column", "FilterSpec", "ListSpec", "SortKey", "list_spec"]
+__all__ = [
+    "ID_COLUMN",
+    "Column",
+    "FilterSpec",
+    "ListSpec",
+    "SortKey",
+    "entity_column",
+    "list_spec",
+]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,15 +92,23 @@ class ListSpec:
         return _column(self.projection, name)
 
 
-def _column(projection: CompiledProjection, name: str) -> Column:
-    entity = projection.entity
+def entity_column(entity: CompiledEntity, name: str) -> Column | None:
+    """The column ``name`` of ``entity`` as lists and conditions see it; ``None`` when it
+    cannot be filtered or sorted on (``tenant_id``, ``_version``, unknown names)."""
     kind = field_kind(entity, name)
-    assert kind is not None, name  # the compiler checked every declared name
+    if kind is None:
+        return None
     if name in entity.fields:
         return Column(name=name, kind=kind, field=entity.fields[name], nullable=True)
     stand_in_type = FieldType.STRING if kind is Kind.IDENTITY else FieldType.DATETIME
     stand_in = Field(name=name, type=stand_in_type)
     return Column(name=name, kind=kind, field=stand_in, nullable=False)
+
+
+def _column(projection: CompiledProjection, name: str) -> Column:
+    column = entity_column(projection.entity, name)
+    assert column is not None, name  # the compiler checked every declared name
+    return column
 
 
 def list_spec(projection: CompiledProjection) -> ListSpec:

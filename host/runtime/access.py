@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from typing import Final
 
-from host.graph.listing import OPERATORS, Kind, field_kind
 from host.graph.model import CompiledProjection, Graph
-from host.query.params import Condition, fold
+from host.query.conditions import Condition as ListCondition
+from host.query.conditions import ConditionError, column_of, from_value
 from host.query.spec import ListSpec
 from host.runtime.actor import Actor
-from host.values import coerce_write
-from plugin_api.access import ReadContext, RowCondition
+from plugin_api.access import ReadContext
+from plugin_api.conditions import Condition
 from plugin_api.errors import BadRequest, InternalError, PolicyDenied
-from plugin_api.listing import FilterOperator
 
 __all__ = ["ReadGate", "offered_actions"]
 
@@ -35,42 +35,24 @@ def offered_actions(projection: CompiledProjection, actor: Actor) -> frozenset[s
     )
 
 
-def _operand(spec: ListSpec, kind: Kind, name: str, value: object) -> object:
-    column = spec.column(name)
-    if kind is Kind.BOOLEAN:
-        if not isinstance(value, bool):
-            raise BadRequest(f"Field {name!r} expects true or false")
-        return value
-    if kind is Kind.MONEY:
-        return coerce_write(column.field, {"amount": str(value), "currency": column.field.currency})
-    return coerce_write(column.field, value)
+IN_MAX_VALUES: Final = 1000
+"""The most values a read policy's ``in`` condition may list."""
 
 
-def _typed(spec: ListSpec, condition: RowCondition, policy: str) -> Condition:
-    """A policy's row condition as a list :class:`Condition` (values in database form)."""
+def _typed(spec: ListSpec, condition: Condition, policy: str) -> ListCondition:
+    """A policy's condition in the one condition language (values in database form); a
+    condition that cannot be asked is the policy's bug: 500 ``InternalError``."""
     where = f"Read policy {policy!r} returned a row condition on {condition.field!r}"
-    name = condition.field
-    kind = field_kind(spec.projection.entity, name) if isinstance(name, str) else None
-    operator = condition.operator
-    if kind is None:
-        raise InternalError(f"{where}, which cannot be filtered on")
-    if not isinstance(operator, FilterOperator) or operator.value not in OPERATORS[kind]:
-        raise InternalError(f"{where} with operator {operator!r}, which does not fit its type")
-    column = spec.column(name)
-    value = condition.value
     try:
-        if operator is FilterOperator.NULL:
-            if not isinstance(value, bool):
-                raise BadRequest("operator 'null' expects true or false")
-            return Condition(column, "null", (value,))
-        if operator is FilterOperator.IN:
-            values = value if isinstance(value, tuple) else (value,)
-            operands = dict.fromkeys(_operand(spec, kind, name, item) for item in values)
-            return Condition(column, "in", tuple(operands))
-        operand = _operand(spec, kind, name, value)
-        if operator is FilterOperator.CONTAINS:
-            operand = fold(str(operand))
-        return Condition(column, operator.value, (operand,))
+        column = column_of(spec.projection.entity, condition.field)
+    except ConditionError:
+        raise InternalError(f"{where}, which cannot be filtered on") from None
+    try:
+        return from_value(column, condition.operator, condition.value, in_max=IN_MAX_VALUES)
+    except ConditionError:
+        raise InternalError(
+            f"{where} with operator {condition.operator!r}, which does not fit its type"
+        ) from None
     except BadRequest as error:
         raise InternalError(f"{where} whose value does not fit: {error.message}") from None
 
@@ -83,7 +65,7 @@ class ReadGate:
 
     async def conditions(
         self, projection: CompiledProjection, actor: Actor, spec: ListSpec, subject: str | None
-    ) -> tuple[Condition, ...]:
+    ) -> tuple[ListCondition, ...]:
         """The row conditions of ``actor``'s read of ``projection`` (empty: every row).
 
         :raises PolicyDenied: the actor lacks every role the projection requires, or a read
@@ -97,10 +79,10 @@ class ReadGate:
             raise PolicyDenied(
                 f"Projection '{fqn}' requires one of the roles: {', '.join(access.roles)}"
             )
-        found: list[Condition] = []
+        found: list[ListCondition] = []
         scope = access.scope
         if scope is not None and actor.roles.isdisjoint(scope.exempt):
-            found.append(Condition(spec.column(scope.field), "eq", (actor.actor_id,)))
+            found.append(ListCondition(spec.column(scope.field), "eq", (actor.actor_id,)))
         context = ReadContext(
             tenant_id=actor.tenant_id,
             actor_id=actor.actor_id,
@@ -115,14 +97,14 @@ class ReadGate:
             if result is True:
                 continue
             conditions: Sequence[object]
-            if isinstance(result, RowCondition):
+            if isinstance(result, Condition):
                 conditions = (result,)
             elif isinstance(result, (tuple, list)) and result:
                 conditions = result
             else:
                 raise PolicyDenied(f"Read policy '{name}' denied projection '{fqn}'")
             for condition in conditions:
-                if not isinstance(condition, RowCondition):
+                if not isinstance(condition, Condition):
                     raise InternalError(f"Read policy {name!r} returned {condition!r}")
                 found.append(_typed(spec, condition, name))
         return tuple(found)

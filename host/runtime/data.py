@@ -14,14 +14,17 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from host.graph.model import CompiledAction, CompiledEntity, Graph
+from host.query.conditions import Condition as ListCondition
+from host.query.conditions import ConditionError, column_of, from_value
 from host.runtime.actor import Actor
 from host.runtime.writerules import missing_required, seed_new_row, state_mismatch, transition_row
-from host.storage import Statement, Tx, is_transient, sql
+from host.storage import Statement, Tx, is_transient
 from host.storage.store import AuditRecord, EntityStore
-from host.systemfields import SYSTEM, new_ulid
-from host.values import coerce_write, format_datetime, now_db, parse_datetime
-from plugin_api.data import OPERATORS, Condition, Row
-from plugin_api.definitions import Field, FieldType, Transition
+from host.systemfields import new_ulid
+from host.values import coerce_write, now_db
+from plugin_api.conditions import Condition, Operator
+from plugin_api.data import Row
+from plugin_api.definitions import FieldType, Transition
 from plugin_api.errors import (
     AuditEmissionFailed,
     BadRequest,
@@ -36,9 +39,6 @@ logger = logging.getLogger("tessera.runtime")
 T = TypeVar("T")
 
 MAX_FIND_LIMIT: Final = 1000
-_ORDERED_TYPES: Final = frozenset({FieldType.INTEGER, FieldType.DATETIME})
-_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_QUERYABLE_SYSTEM: Final = ("id", "created_at", "updated_at", "_version")
 
 
 class DataRuntime:
@@ -48,14 +48,10 @@ class DataRuntime:
     def __init__(self, graph: Graph, store: EntityStore) -> None:
         self.graph = graph
         self.store = store
-        self.dialect = store.dialect
         self.references = {
             fqn: tuple(f for f in entity.fields.values() if f.type is FieldType.REFERENCE)
             for fqn, entity in graph.entities.items()
         }
-
-    def table(self, entity: CompiledEntity) -> str:
-        return self.store.schema.entities[entity.fqn].name
 
     async def check_references(
         self,
@@ -71,9 +67,7 @@ class DataRuntime:
             if value is None:
                 continue
             assert field.target is not None
-            if not await _transient_is_conflict(
-                self.store.exists(tx, field.target, tenant_id, value)
-            ):
+            if not await run_read(self.store.exists(tx, field.target, tenant_id, value)):
                 raise BadRequest(
                     f"Field {field.name!r} references {field.target} {value!r}, "
                     "which does not exist in this tenant"
@@ -131,33 +125,26 @@ class ActionData:
         if type(limit) is not int or not 1 <= limit <= MAX_FIND_LIMIT:
             raise ValueError(f"limit must be an integer from 1 to {MAX_FIND_LIMIT}")
         every = [*conditions, *(Condition(field=k, value=v) for k, v in (where or {}).items())]
-        shape: list[tuple[str, str, int, bool]] = []
-        args: list[Any] = [self._actor.tenant_id]
+        typed: list[ListCondition] = []
         for condition in every:
             if not isinstance(condition, Condition):
                 raise ValueError(f"not a Condition: {condition!r}")
-            op, values = _condition_values(compiled, condition)
-            if op == "in" and not values:
-                return []  # in an empty set: nothing matches
-            field = compiled.fields.get(condition.field)
-            text = field is None or field.type is not FieldType.INTEGER
-            shape.append((condition.field, op, len(values), text))
-            args.extend(values)
-        render = self._rt.store.renderer(entity)
-        statement = sql.select_where(
-            self._rt.dialect, self._rt.table(compiled), render.columns, tuple(shape)
+            typed.append(_typed(compiled, condition))
+        if any(c.operator == "in" and not c.values for c in typed):
+            return []  # in an empty set: nothing matches
+        store = self._rt.store
+        rows = await run_read(
+            store.find(self._tx, entity, self._actor.tenant_id, tuple(typed), limit)
         )
-        rows = await run(self._tx, (statement, (*args, limit)))
-        id_at, version_at = render.columns.index("id"), render.columns.index("_version")
         for row in rows:
-            self._seen.setdefault((entity, row[id_at]), row[version_at])
-        return render.many(rows)
+            self._seen.setdefault((entity, row[0]), store.version_of(entity, row))
+        return store.renderer(entity).many(rows)
 
     async def _read(self, entity: str, id: str) -> Sequence[Any] | None:
         if not isinstance(id, str):
             raise ValueError(f"a row id is a string, got {type(id).__name__}")
         store = self._rt.store
-        row = await _transient_is_conflict(store.get(self._tx, entity, self._actor.tenant_id, id))
+        row = await run_read(store.get(self._tx, entity, self._actor.tenant_id, id))
         if row is not None:
             self._seen.setdefault((entity, id), store.version_of(entity, row))
         return row
@@ -326,7 +313,7 @@ def _put(values: dict[str, Any], name: str, value: Any) -> None:
     values[name] = value
 
 
-async def _transient_is_conflict(read: Awaitable[T]) -> T:
+async def run_read(read: Awaitable[T]) -> T:
     """A read on the action's transaction; a concurrent transaction that made the database
     abort this one is a 409 (as in :func:`run`)."""
     try:
@@ -354,49 +341,14 @@ def _conflict(entity: CompiledEntity, id: str) -> ConcurrencyConflict:
     )
 
 
-def _condition_values(entity: CompiledEntity, condition: Condition) -> tuple[str, list[Any]]:
-    """The operator to run and its database values (validated like inputs)."""
-    name, op, value = condition.field, condition.op, condition.value
-    if op not in OPERATORS:
-        raise ValueError(f"unknown operator {op!r}; known: {', '.join(OPERATORS)}")
-    field = entity.fields.get(name) if isinstance(name, str) else None
-    if field is None and name not in _QUERYABLE_SYSTEM:
-        raise ValueError(f"{entity.fqn} has no queryable field {name!r}")
-    if op == "null":
-        if value is not True and value is not False:
-            raise ValueError(f"operator null on {name!r} takes True or False")
-        return ("null" if value else "notnull"), []
-    if value is None and op in ("eq", "ne"):
-        return ("null" if op == "eq" else "notnull"), []
-    if field is not None and field.type is FieldType.MONEY:
-        # Amounts are stored as written ("10.50" is not "10.5"): only null is meaningful.
-        raise ValueError(f"money field {name!r} can only be matched with operator null")
-    if op == "contains":
-        if field is None or field.type is not FieldType.STRING:
-            raise ValueError(f"operator contains applies to string fields, not {name!r}")
-        return op, [str(_value(field, name, value)).translate(_ASCII_LOWER)]
-    ordered = op in ("lt", "lte", "gt", "gte")
-    if ordered and field is not None and field.type not in _ORDERED_TYPES:
-        raise ValueError(f"operator {op} does not apply to {field.type.value} field {name!r}")
-    if op == "in":
-        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
-            raise ValueError(f"operator in on {name!r} takes a sequence of values")
-        if len(value) > MAX_FIND_LIMIT:
-            raise ValueError(f"operator in on {name!r} takes at most {MAX_FIND_LIMIT} values")
-        return op, [_value(field, name, item) for item in value]
-    return op, [_value(field, name, value)]
-
-
-def _value(field: Field | None, name: str, value: object) -> Any:
-    if field is not None:
-        if value is None:
-            raise BadRequest(f"Field {name!r}: null is matched with op 'null', not a value")
-        return coerce_write(field, value)
-    if not isinstance(value, str):
-        raise BadRequest(f"Field {name!r} expects a string, got {type(value).__name__}")
-    if SYSTEM[name].datetime:
-        parsed = parse_datetime(value)
-        if parsed is None:
-            raise BadRequest(f"Field {name!r} expects an RFC 3339 date-time, got {value!r}")
-        return format_datetime(parsed)
-    return value
+def _typed(entity: CompiledEntity, condition: Condition) -> ListCondition:
+    """A data-API condition in the one condition language (:mod:`host.query.conditions`);
+    ``eq``/``ne`` ``None`` are ``null`` ``True``/``False``."""
+    try:
+        column = column_of(entity, condition.field)
+        operator, value = condition.operator, condition.value
+        if value is None and operator in (Operator.EQ, Operator.NE):
+            operator, value = Operator.NULL, operator is Operator.EQ
+        return from_value(column, operator, value, in_max=MAX_FIND_LIMIT)
+    except ConditionError as error:
+        raise ValueError(str(error)) from None

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from typing import Final
 
 from host.graph.listing import Kind
+from host.query.conditions import Condition
 from host.query.cursor import KeysetValue
-from host.query.params import Condition, ListQuery
+from host.query.params import ListQuery
 from host.query.spec import Column, SortKey
 from host.storage.dialects import Dialect
 
@@ -77,7 +78,9 @@ def _condition(condition: Condition, params: _Params) -> str:
     column, operator, values = condition.column, condition.operator, condition.values
     dialect = params.dialect
     name = dialect.quote(column.name)
-    expression = sort_expression(dialect, column)
+    # A reference is only ever compared for equality, which no collation changes: the plain
+    # column, so the (tenant, reference) index every reference field has serves it.
+    expression = name if column.kind is Kind.REFERENCE else sort_expression(dialect, column)
     if operator == "null":
         return f"{name} IS NULL" if values[0] else f"{name} IS NOT NULL"
     if operator == "contains":

@@ -18,8 +18,9 @@ from typing import Any
 
 from host.graph.listing import Kind
 from host.graph.model import CompiledProjection, Graph
+from host.query.conditions import Condition
 from host.query.cursor import CursorCodec, KeysetValue
-from host.query.params import SCHEMA_1_0, Condition, ListQuery
+from host.query.params import ListQuery, plain_query
 from host.query.spec import ID_COLUMN, ListSpec, list_spec
 from host.runtime.rows import RowRenderer
 from host.storage.database import Storage
@@ -31,7 +32,6 @@ __all__ = [
     "ProjectionList",
     "ProjectionReads",
     "Rows",
-    "plain_query",
     "projection_columns",
 ]
 
@@ -50,23 +50,6 @@ class ListRead:
 
     first: Rows
     rest: AsyncIterator[Rows] | None
-
-
-def plain_query(
-    scope: tuple[Condition, ...] = (), *, conditions: tuple[Condition, ...] = ()
-) -> ListQuery:
-    """Every row of the tenant (in ``scope``) in id order, as v0.1 lists; ``conditions``
-    narrow it (a detail read is the plain query of one id)."""
-    return ListQuery(
-        version=SCHEMA_1_0,
-        conditions=conditions,
-        sort=(),
-        q=None,
-        page_size=None,
-        after=None,
-        binding=b"",
-        scope=scope,
-    )
 
 
 class ProjectionList:

@@ -1,7 +1,7 @@
 """The runtime's own statements as plain SQL text, built once per shape and reused.
 
 The entity store and the projection reader run a handful of statement shapes (insert a
-row, guarded update, audit insert, one row by key, rows matching conditions). Building them
+row, guarded update, audit insert, one row by key, rows by id). Building them
 as SQLAlchemy Core constructs and letting ``databases`` compile them cost about a quarter of
 the event loop's time of a create (docs/benchmarks.md). Here each shape is written once per
 (dialect, table, column set) as SQL text with the dialect's positional placeholders and
@@ -23,7 +23,6 @@ __all__ = [
     "guarded_update",
     "insert",
     "select_one",
-    "select_where",
     "set_by_key",
 ]
 
@@ -80,54 +79,4 @@ def set_by_key(dialect: Dialect, table: str, column: str) -> Sql:
     return (
         f"UPDATE {dialect.quote(table)} SET {dialect.quote(column)} = {value} "
         f"WHERE tenant_id = {tenant} AND id = {row}"
-    )
-
-
-_COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
-_ORDERED: Final = frozenset({"lt", "lte", "gt", "gte"})
-
-Where = tuple[tuple[str, str, int, bool], ...]
-"""Conditions as (column, operator, number of parameters, text column): ``eq ne lt lte gt
-gte contains`` take one parameter, ``in`` its count (at least one), ``null``/``notnull``
-none. Text columns compare in code-point order (:meth:`Dialect.text_order`); ``contains``
-compares ASCII-folded text (the parameter must be folded already)."""
-
-
-def _condition(
-    dialect: Dialect, qt: str, where: tuple[str, str, int, bool], marks: list[str]
-) -> str:
-    column, op, _, text = where
-    col = f"{qt}.{dialect.quote(column)}"
-    if op in _ORDERED and text:
-        return f"{dialect.text_order(col)} {_COMPARISONS[op]} {marks[0]}"
-    if op in _COMPARISONS:
-        return f"{col} {_COMPARISONS[op]} {marks[0]}"
-    if op == "ne":
-        return f"({col} <> {marks[0]} OR {col} IS NULL)"
-    if op == "in":
-        return f"{col} IN ({', '.join(marks)})"
-    if op == "contains":
-        return dialect.contains(col, marks[0])
-    if op == "null":
-        return f"{col} IS NULL"
-    if op == "notnull":
-        return f"{col} IS NOT NULL"
-    raise ValueError(f"unknown operator {op!r}")
-
-
-@lru_cache(maxsize=_CACHED)
-def select_where(dialect: Dialect, table: str, columns: tuple[str, ...], where: Where) -> Sql:
-    """``columns`` of a tenant's rows matching every condition of ``where``, in id order, at
-    most a limit of them; parameters: tenant, each condition's values in order, the limit."""
-    qt = dialect.quote(table)
-    marks = dialect.placeholders(2 + sum(condition[2] for condition in where))
-    clauses = [f"{qt}.tenant_id = {marks[0]}"]
-    at = 1
-    for condition in where:
-        count = condition[2]
-        clauses.append(_condition(dialect, qt, condition, marks[at : at + count]))
-        at += count
-    return (
-        f"SELECT {_select_list(dialect, table, columns)} FROM {qt} "
-        f"WHERE {' AND '.join(clauses)} ORDER BY {qt}.id LIMIT {marks[-1]}"
     )

@@ -11,7 +11,8 @@ route reads through it:
   one spelling of its eleven values) and the event's deliveries, chained into one statement
   where the dialect can (:meth:`EntityStore.closing`);
 * reads: one row by key (:meth:`EntityStore.get`), existence (:meth:`EntityStore.exists`),
-  and the lists of :mod:`host.storage.reads`.
+  rows matching conditions (:meth:`EntityStore.find`, the data API's), and the projection
+  lists of :mod:`host.storage.reads`.
 
 Statements are SQL text built once per shape (:mod:`host.storage.sql`) and run on whatever
 runner the caller holds: the action's :class:`~host.storage.Tx` or the
@@ -26,9 +27,13 @@ from typing import Any, Protocol
 
 from host import jsonio
 from host.graph.model import CompiledEntity, Graph
+from host.query.conditions import Condition
+from host.query.params import plain_query
+from host.query.spec import ID_COLUMN
 from host.runtime.rows import RowRenderer, all_columns  # moves to host.storage.rows
 from host.storage import sql
 from host.storage.dialects import Dialect
+from host.storage.listsql import select_list
 from host.storage.schema import Schema
 from host.storage.tx import Statement
 from host.systemfields import new_ulid
@@ -116,6 +121,30 @@ class EntityStore:
         order), or ``None``."""
         found = await runner.rows(self._entities[entity].select_one, (tenant_id, row_id))
         return found[0] if found else None
+
+    async def find(
+        self,
+        runner: Runner,
+        entity: str,
+        tenant_id: str,
+        conditions: tuple[Condition, ...],
+        limit: int,
+    ) -> Sequence[Sequence[Any]]:
+        """Whole rows of the tenant matching every condition, in id order, at most ``limit``
+        (the SQL of list filters: :func:`host.storage.listsql.select_list`)."""
+        statements = self._entities[entity]
+        text, args = select_list(
+            self.dialect,
+            statements.table,
+            statements.render.columns,
+            plain_query(conditions=conditions, limit=limit),
+            search=(),
+            id_column=ID_COLUMN,
+            tenant=tenant_id,
+            after=None,
+            limit=limit,
+        )
+        return await runner.rows(text, args)
 
     async def exists(self, runner: Runner, entity: str, tenant_id: str, row_id: str) -> bool:
         """Whether the tenant has the row ``row_id`` of ``entity``."""

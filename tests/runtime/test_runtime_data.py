@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plugin_api import ActionContext, BadRequest, Condition
+from plugin_api import ActionContext, BadRequest, Condition, Operator
 from plugin_api.testing import Client, Host
 
 from ._support import (
@@ -189,11 +189,11 @@ async def test_values_are_validated_like_inputs_and_nothing_is_stored(
     misuse = [
         lambda ctx: ctx.data.patch(TICKET, ticket, {"state": "closed"}),  # only transitions
         lambda ctx: ctx.data.get("no.such", ticket),
-        lambda ctx: ctx.data.find(TICKET, Condition(field="budget", op="lt", value=1)),
-        lambda ctx: ctx.data.find(TICKET, where={"budget": {"amount": "1", "currency": "EUR"}}),
         lambda ctx: ctx.data.find(TICKET, Condition(field="billable", op="gt", value=True)),
-        lambda ctx: ctx.data.find(TICKET, Condition(field="priority", op="gt", value="low")),
-        lambda ctx: ctx.data.find(TICKET, Condition(field="title", op="like", value="%")),  # type: ignore[arg-type]
+        lambda ctx: ctx.data.find(TICKET, Condition(field="title", op="like", value="%")),
+        lambda ctx: ctx.data.find(TICKET, Condition(field="title", operator="like", value="%")),
+        lambda ctx: ctx.data.find(TICKET, Condition(field="_version", op="eq", value="x")),
+        lambda ctx: ctx.data.find(TICKET, Condition(field="created_at", op="null", value=True)),
     ]
     for call in misuse:
         lab.effect = call
@@ -274,6 +274,44 @@ async def test_find_operators(lab_host: Host, lab: LabPlugin) -> None:
         assert got == expected
     assert found[-1] == ids[:2]
     assert all(other not in ids_found for ids_found in found)
+
+
+async def test_find_follows_the_list_filters_rules(lab_host: Host, lab: LabPlugin) -> None:
+    """One condition language: what ``filter.<field>.<op>=value`` accepts on a list, the data
+    API accepts with the same meaning (ordered text, enums by option order, money by amount),
+    in the new spelling and the deprecated one."""
+    client = agent(lab_host)
+    tickets = {
+        title: await new_ticket(
+            client, title=title, priority=priority, budget={"amount": amount, "currency": "EUR"}
+        )
+        for title, priority, amount in (
+            ("alpha", "low", "10.50"),
+            ("mike", "high", "9"),
+            ("zulu", "urgent", "100"),
+        )
+    }
+    queries = [
+        (Condition(field="title", operator=Operator.LT, value="m"), ["alpha"]),
+        (Condition(field="title", op="lt", value="m"), ["alpha"]),
+        (Condition(field="title", operator="gte", value="mike"), ["mike", "zulu"]),
+        (Condition(field="priority", operator=Operator.GT, value="normal"), ["mike", "zulu"]),
+        (Condition(field="budget", operator=Operator.LT, value="10.5"), ["mike"]),
+        (Condition(field="budget", value={"amount": "10.5", "currency": "EUR"}), ["alpha"]),
+        (Condition(field="budget", operator="in", value=("9.00", 100)), ["mike", "zulu"]),
+    ]
+    found: list[list[str]] = []
+
+    async def effect(ctx: ActionContext) -> None:
+        for condition, _ in queries:
+            rows = await ctx.data.find(TICKET, condition)
+            found.append(sorted(str(row["title"]) for row in rows))
+
+    lab.effect = effect
+    result = await client.action(f"{ITEM}.create", inputs={"name": "n"})
+    assert result.status == 200, result.json
+    assert found == [expected for _, expected in queries]
+    assert set(tickets) == {"alpha", "mike", "zulu"}
 
 
 # -- a typed find never returns another tenant's rows (property) --------------------------------

@@ -18,10 +18,10 @@ import pytest
 from host.config import Settings
 from host.graph import build_graph
 from host.logs import request_id_var
+from host.query.params import plain_query
 from host.runtime.actor import Actor
 from host.service import Service
 from host.storage.database import SQLITE_READERS
-from host.storage.reads import plain_query
 
 TENANT = "t1"
 QUEUE = "helpdesk.ticket.queue"
