@@ -36,7 +36,7 @@ from host.storage.dialects import Dialect
 from host.storage.listsql import select_list
 from host.storage.schema import Schema
 from host.storage.tx import Statement
-from host.systemfields import new_ulid
+from host.systemfields import SYSTEM, new_ulid
 
 __all__ = ["AuditRecord", "EntityStore", "Runner", "Written"]
 
@@ -154,7 +154,11 @@ class EntityStore:
 
     def insert(self, entity: str, tenant_id: str, values: Mapping[str, Any], now: str) -> Written:
         """The ``INSERT`` of a new row of ``entity`` holding ``values`` (database values of
-        declared fields); the system fields are set here."""
+        declared fields); the system fields are set here, and only here.
+
+        :raises ValueError: ``values`` names a system field.
+        """
+        _no_system_fields(values)
         row_id, version = new_ulid(), new_ulid()
         written = {
             "tenant_id": tenant_id,
@@ -178,7 +182,11 @@ class EntityStore:
     ) -> Written:
         """The guarded ``UPDATE ... RETURNING`` of ``changes`` to the row ``row_id`` as read
         at ``read_version``: it returns no row when a concurrent write changed it since.
-        ``updated_at`` and ``_version`` are set here."""
+        ``updated_at`` and ``_version`` are set here, and only here.
+
+        :raises ValueError: ``changes`` names a system field.
+        """
+        _no_system_fields(changes)
         version = new_ulid()
         written = {"updated_at": now, "_version": version, **changes}
         table = self._entities[entity].table
@@ -222,3 +230,9 @@ class EntityStore:
             text = self.dialect.chained(audit[0], len(audit[1]), deliveries[0])
             return (write, (text, (*audit[1], *deliveries[1])))
         return (write, audit, deliveries)
+
+
+def _no_system_fields(values: Mapping[str, Any]) -> None:
+    if not SYSTEM.keys().isdisjoint(values):
+        named = ", ".join(sorted(SYSTEM.keys() & values.keys()))
+        raise ValueError(f"system fields are set by the entity store, not given: {named}")

@@ -329,6 +329,15 @@ async def test_the_store_sets_the_system_fields(rig: Rig) -> None:
     assert {"id", "tenant_id", "created_at", "updated_at", "_version"} <= set(first.values)
 
 
+@pytest.mark.parametrize("name", ["id", "tenant_id", "created_at", "updated_at", "_version"])
+async def test_no_caller_sets_a_system_field(rig: Rig, name: str) -> None:
+    written = await insert(rig)
+    with pytest.raises(ValueError, match=name):
+        new_item(rig, **{name: "01J00000000000000000000009"})
+    with pytest.raises(ValueError, match=name):
+        rig.store.update(ITEM, TENANT, written.id, written.version, {name: "x"}, NOW)
+
+
 async def test_unset_fields_read_back_as_null(rig: Rig) -> None:
     item = await insert(rig, title="bare")
 
