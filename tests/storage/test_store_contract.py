@@ -26,8 +26,9 @@ from werkzeug.datastructures import MultiDict
 from host.config import Settings
 from host.graph import build_graph
 from host.graph.model import CompiledProjection, Graph
+from host.query.conditions import Condition
 from host.query.cursor import CursorCodec
-from host.query.params import SCHEMA_1_0, Condition, ListQuery, parse_list_query
+from host.query.params import SCHEMA_1_0, ListQuery, parse_list_query, plain_query
 from host.storage import (
     Closing,
     NothingMatched,
@@ -39,7 +40,7 @@ from host.storage import (
     build_schema,
     sql,
 )
-from host.storage.reads import ProjectionReads, plain_query
+from host.storage.reads import ProjectionReads
 from host.storage.store import AuditRecord, EntityStore, Written
 from plugin_api import (
     Action,
