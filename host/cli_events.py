@@ -23,12 +23,13 @@ from typing import TypeVar
 from databases import DatabaseURL
 
 from host.config import Settings
-from host.events.outbox import PENDING, now_ms
-from host.events.store import DEAD, FAILED, DeliveryStore
+from host.errors import StartupError
 from host.graph import Graph, GraphError, build_graph
 from host.service import Service
-from host.startup import StartupError, check_database_url, reachable
+from host.startup import check_database_url, reachable
 from host.storage import Storage
+from host.storage.deliveries import DEAD, FAILED, DeliveryStore
+from host.storage.outbox import PENDING, now_ms
 from host.storage.schema import AUDIT_TABLE, DELIVERIES_TABLE
 
 __all__ = ["add_parser", "events"]

@@ -3,8 +3,8 @@
 Used by ``tessera serve``, ``check`` and ``migrate`` and by a Hypercorn worker's own startup
 (:mod:`host.asgi`). A known failure (bad URL, missing driver, database unreachable, missing,
 or refusing the role, a missing SQLite directory, a bad setting, a broken plugin graph, a
-schema change that needs a migration) becomes :class:`StartupError` with one line; anything
-else keeps its traceback.
+schema change that needs a migration) becomes :class:`~host.errors.StartupError` with one
+line; anything else keeps its traceback.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from urllib.parse import urlsplit, urlunsplit
 from databases import DatabaseURL
 
 from host.config import Settings
+from host.errors import StartupError
 
 __all__ = [
-    "StartupError",
     "abort_worker",
     "check_bind",
     "check_database_url",
@@ -46,10 +46,6 @@ CONNECT_TIMEOUT_S = 10.0
 EXIT_STARTUP = 1
 PR_SET_PDEATHSIG = 1
 VAR = "TESSERA_DATABASE_URL"
-
-
-class StartupError(Exception):
-    """A startup failure explained in one line (``str(error)``)."""
 
 
 def mask_url(url: str) -> str:

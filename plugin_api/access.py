@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from plugin_api.definitions import JSONScalar, _as_tuples
+from plugin_api._base import JSONScalar, _as_tuples
 from plugin_api.listing import FilterOperator
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
-from plugin_api.definitions import _as_tuples
+from plugin_api._base import _as_tuples
 
 __all__ = [
     "MAX_PAGE_SIZE",

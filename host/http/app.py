@@ -11,9 +11,11 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTo
 
 from host import jsonio
 from host.config import Settings
+from host.errors import StartupError
 from host.graph import Graph, build_graph
 from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
+from host.http.document import detail_document, offer
 from host.http.draining import Draining, stop_all_on_sigterm
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.lists import list_response
@@ -22,12 +24,10 @@ from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.metrics import Metrics
-from host.query.document import detail_document, offer
 from host.query.params import SCHEMA_1_1, Condition, negotiate, parse_list_query
 from host.runtime import idempotency, resolve_actor, resolve_tenant
 from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
-from host.startup import StartupError
 from host.storage.plan import SchemaEvolutionError
 from host.values import now_db, render_datetime
 from plugin_api.errors import InternalError, ProjectionNotFound, TesseraError

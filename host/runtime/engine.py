@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from host import jsonio
-from host.events.outbox import Outbox
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
@@ -40,6 +39,7 @@ from host.storage import (
     Tx,
     sql,
 )
+from host.storage.outbox import Outbox
 from host.values import coerce_default, coerce_write, now_db
 from plugin_api.definitions import (
     CreateAction,

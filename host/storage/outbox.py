@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-from host.storage import Statement, sql
+from host.storage import sql
+from host.storage.tx import Statement
 
 __all__ = ["PENDING", "Outbox", "now_ms"]
 
