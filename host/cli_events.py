@@ -17,10 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TypeVar
-
-from databases import DatabaseURL
 
 from host.config import Settings
 from host.errors import StartupError
@@ -128,10 +125,7 @@ async def _list(store: DeliveryStore, args: argparse.Namespace) -> int:
 async def _run(settings: Settings, work: Callable[[DeliveryStore], Awaitable[int]]) -> int:
     check_database_url(settings)
     storage = Storage(settings)
-    if (
-        storage.dialect == "sqlite"
-        and not Path(DatabaseURL(settings.database_url).database).exists()
-    ):
+    if storage.is_new_file():
         raise StartupError(
             f"TESSERA_DATABASE_URL={settings.database_url}: no such SQLite file (nothing to show)"
         )

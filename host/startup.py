@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import NoReturn, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from databases import DatabaseURL
-
 from host.config import Settings
 from host.errors import StartupError
+from host.storage.database import Storage, UnsupportedScheme, database_file
 
 __all__ = [
     "abort_worker",
@@ -61,10 +60,6 @@ def mask_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
-def _scheme(url: str) -> str:
-    return url.split(":", 1)[0].split("+", 1)[0].lower()
-
-
 def check_database_url(settings: Settings) -> None:
     """What can be checked without connecting: the scheme, the driver, the SQLite directory.
 
@@ -72,8 +67,13 @@ def check_database_url(settings: Settings) -> None:
     """
     url = settings.database_url
     shown = f"{VAR}={mask_url(url)}"
-    scheme = _scheme(url)
-    if scheme in {"postgresql", "postgres"}:
+    try:
+        path = database_file(url)
+    except UnsupportedScheme as exc:
+        raise StartupError(
+            f"{shown}: {exc}; use sqlite:///path/to/file.db or postgresql://user@host:port/dbname"
+        ) from None
+    if path is None:  # a database server: its driver must be installed
         try:
             importlib.import_module("asyncpg")
         except ImportError:
@@ -82,12 +82,6 @@ def check_database_url(settings: Settings) -> None:
                 "install it with: pip install 'tessera-host[postgresql]'"
             ) from None
         return
-    if scheme != "sqlite":
-        raise StartupError(
-            f"{shown}: unsupported scheme {scheme!r}; use sqlite:///path/to/file.db "
-            "or postgresql://user@host:port/dbname"
-        )
-    path = Path(DatabaseURL(url).database)
     if not path.name or str(path) == ":memory:":
         raise StartupError(f"{shown}: name a database file, e.g. sqlite:///tessera.db")
     directory = path.parent.resolve()
@@ -195,15 +189,11 @@ async def probe_database(settings: Settings) -> str:
 
     :raises StartupError: the database cannot be reached.
     """
-    from host.storage import Storage  # the storage imports nothing from here
-
     check_database_url(settings)
     shown = f"{VAR}={mask_url(settings.database_url)}"
-    if _scheme(settings.database_url) == "sqlite":
-        path = Path(DatabaseURL(settings.database_url).database)
-        if not path.exists():
-            return f"database: {shown}: a new SQLite file, created at the first start"
     storage = Storage(settings)
+    if storage.is_new_file():
+        return f"database: {shown}: a new SQLite file, created at the first start"
     try:
         await reachable(storage.connect(), settings)
         await reachable(storage.rows("SELECT 1"), settings)
