@@ -19,7 +19,7 @@ from host.http.document import detail_document, offer
 from host.http.draining import Draining, stop_all_on_sigterm
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.lists import list_response
-from host.http.media import UnsupportedMediaType, require_json
+from host.http.media import require_json
 from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
@@ -30,7 +30,12 @@ from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
 from host.storage.plan import SchemaEvolutionError
 from host.values import now_db, render_datetime
-from plugin_api.errors import InternalError, ProjectionNotFound, TesseraError
+from plugin_api.errors import (
+    InternalError,
+    ProjectionNotFound,
+    TesseraError,
+    UnsupportedMediaType,
+)
 
 logger = logging.getLogger("tessera.http")
 
