@@ -6,11 +6,12 @@ setting, a broken plugin graph, a database it cannot reach) prints one line and 
 whole server exit non-zero (:func:`host.startup.abort_worker`)."""
 
 from host.config import Settings
+from host.errors import StartupError
 from host.graph import GraphError
 from host.http import create_app
 from host.http.protocol import harden_hypercorn
 from host.logs import configure_logging
-from host.startup import StartupError, abort_worker, check_database_url, die_with_parent
+from host.startup import abort_worker, check_database_url, die_with_parent
 
 die_with_parent()
 try:

@@ -14,11 +14,12 @@ from typing import TextIO
 
 from host import __version__, cli_events, cli_migrate, diagrams, scaffold
 from host.config import Settings
+from host.errors import StartupError
 from host.graph import GraphError, compile_graph
 from host.graph.model import Graph
 from host.http.openapi import openapi_text
 from host.plugins import PluginContribution, contributions, load_plugins
-from host.startup import StartupError, check_bind, probe_database
+from host.startup import check_bind, probe_database
 
 __all__ = ["main", "serve_command"]
 

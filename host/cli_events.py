@@ -17,18 +17,16 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TypeVar
 
-from databases import DatabaseURL
-
 from host.config import Settings
-from host.events.outbox import PENDING, now_ms
-from host.events.store import DEAD, FAILED, DeliveryStore
+from host.errors import StartupError
 from host.graph import Graph, GraphError, build_graph
 from host.service import Service
-from host.startup import StartupError, check_database_url, reachable
+from host.startup import check_database_url, reachable
 from host.storage import Storage
+from host.storage.deliveries import DEAD, FAILED, DeliveryStore
+from host.storage.outbox import PENDING, now_ms
 from host.storage.schema import AUDIT_TABLE, DELIVERIES_TABLE
 
 __all__ = ["add_parser", "events"]
@@ -127,7 +125,7 @@ async def _list(store: DeliveryStore, args: argparse.Namespace) -> int:
 async def _run(settings: Settings, work: Callable[[DeliveryStore], Awaitable[int]]) -> int:
     check_database_url(settings)
     storage = Storage(settings)
-    if storage.dialect.embedded and not Path(DatabaseURL(settings.database_url).database).exists():
+    if storage.is_new_file():
         raise StartupError(
             f"TESSERA_DATABASE_URL={settings.database_url}: no such SQLite file (nothing to show)"
         )

@@ -15,9 +15,6 @@ import json
 import signal
 import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
-
-from databases import DatabaseURL
 
 from host.config import Settings
 from host.graph import Graph, GraphError, build_graph
@@ -141,21 +138,14 @@ def migrate(
     )
 
 
-def _new_sqlite(settings: Settings) -> bool:
-    return (
-        Storage(settings).dialect.embedded
-        and not Path(DatabaseURL(settings.database_url).database).exists()
-    )
-
-
 async def check_schema(settings: Settings, graph: Graph) -> int:
     """``tessera check``'s database part: print the plan a start would find (stderr) and
     return 1 exactly when a start would refuse it (the startup evolution's own decision,
     run without applying anything), else 0. A SQLite file that does not exist yet has
     nothing to check."""
-    if _new_sqlite(settings):
-        return 0
     storage = Storage(settings)
+    if storage.is_new_file():
+        return 0
     await reachable(storage.connect(), settings)
     try:
         plan = await startup_check(storage, graph, build_schema(graph))
@@ -172,9 +162,9 @@ async def check_schema(settings: Settings, graph: Graph) -> int:
 async def _preflight(settings: Settings, graph: Graph) -> int:
     check_database_url(settings)
     schema = build_schema(graph)
-    if _new_sqlite(settings):
-        return 0  # a new database: nothing can break, the worker creates it
     storage = Storage(settings)
+    if storage.is_new_file():
+        return 0  # a new database: nothing can break, the worker creates it
     await reachable(storage.connect(), settings)
     try:
         await storage.prepare(schema, evolve=startup_evolution(graph, schema, storage.dialect))

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from host.events.webhook_config import Webhook, parse_webhooks
+from host.webhook_settings import Webhook, parse_webhooks
 
 
 def _parse_bool(raw: str) -> bool:

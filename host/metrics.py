@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Container, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from host.startup import StartupError
+from host.errors import StartupError
 
 __all__ = ["Metrics", "metrics_dir"]
 

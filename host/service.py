@@ -50,7 +50,7 @@ class Service:
         """Connect to the database, prepare the schema of ``graph``, start the event
         dispatcher (``on_delivery``: called with each delivery's outcome, for metrics).
 
-        :raises host.startup.StartupError: a known failure to reach the database, or an
+        :raises host.errors.StartupError: a known failure to reach the database, or an
             event subscriber or webhook that cannot work.
         """
         check_database_url(settings)

@@ -3,8 +3,8 @@
 Used by ``tessera serve``, ``check`` and ``migrate`` and by a Hypercorn worker's own startup
 (:mod:`host.asgi`). A known failure (bad URL, missing driver, database unreachable, missing,
 or refusing the role, a missing SQLite directory, a bad setting, a broken plugin graph, a
-schema change that needs a migration) becomes :class:`StartupError` with one line; anything
-else keeps its traceback.
+schema change that needs a migration) becomes :class:`~host.errors.StartupError` with one
+line; anything else keeps its traceback.
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import NoReturn, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from databases import DatabaseURL
-
 from host.config import Settings
+from host.errors import StartupError
+from host.storage.database import Storage, UnsupportedScheme, database_file
 
 __all__ = [
-    "StartupError",
     "abort_worker",
     "check_bind",
     "check_database_url",
@@ -48,10 +47,6 @@ PR_SET_PDEATHSIG = 1
 VAR = "TESSERA_DATABASE_URL"
 
 
-class StartupError(Exception):
-    """A startup failure explained in one line (``str(error)``)."""
-
-
 def mask_url(url: str) -> str:
     """``url`` with its password replaced by ``***``."""
     try:
@@ -65,10 +60,6 @@ def mask_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
-def _scheme(url: str) -> str:
-    return url.split(":", 1)[0].split("+", 1)[0].lower()
-
-
 def check_database_url(settings: Settings) -> None:
     """What can be checked without connecting: the scheme, the driver, the SQLite directory.
 
@@ -76,8 +67,13 @@ def check_database_url(settings: Settings) -> None:
     """
     url = settings.database_url
     shown = f"{VAR}={mask_url(url)}"
-    scheme = _scheme(url)
-    if scheme in {"postgresql", "postgres"}:
+    try:
+        path = database_file(url)
+    except UnsupportedScheme as exc:
+        raise StartupError(
+            f"{shown}: {exc}; use sqlite:///path/to/file.db or postgresql://user@host:port/dbname"
+        ) from None
+    if path is None:  # a database server: its driver must be installed
         try:
             importlib.import_module("asyncpg")
         except ImportError:
@@ -86,12 +82,6 @@ def check_database_url(settings: Settings) -> None:
                 "install it with: pip install 'tessera-host[postgresql]'"
             ) from None
         return
-    if scheme != "sqlite":
-        raise StartupError(
-            f"{shown}: unsupported scheme {scheme!r}; use sqlite:///path/to/file.db "
-            "or postgresql://user@host:port/dbname"
-        )
-    path = Path(DatabaseURL(url).database)
     if not path.name or str(path) == ":memory:":
         raise StartupError(f"{shown}: name a database file, e.g. sqlite:///tessera.db")
     directory = path.parent.resolve()
@@ -199,15 +189,11 @@ async def probe_database(settings: Settings) -> str:
 
     :raises StartupError: the database cannot be reached.
     """
-    from host.storage import Storage  # the storage imports nothing from here
-
     check_database_url(settings)
     shown = f"{VAR}={mask_url(settings.database_url)}"
-    if _scheme(settings.database_url) == "sqlite":
-        path = Path(DatabaseURL(settings.database_url).database)
-        if not path.exists():
-            return f"database: {shown}: a new SQLite file, created at the first start"
     storage = Storage(settings)
+    if storage.is_new_file():
+        return f"database: {shown}: a new SQLite file, created at the first start"
     try:
         await reachable(storage.connect(), settings)
         await reachable(storage.rows("SELECT 1"), settings)

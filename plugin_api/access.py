@@ -31,8 +31,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
+from plugin_api._base import _as_tuples
 from plugin_api.conditions import Condition
-from plugin_api.definitions import _as_tuples
 
 if TYPE_CHECKING:
     from plugin_api.definitions import Projection

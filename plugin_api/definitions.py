@@ -21,11 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, Union
 
+from plugin_api._base import JSONScalar as JSONScalar  # public here, defined below access
+from plugin_api._base import _as_tuples
+
 if TYPE_CHECKING:
     from plugin_api.access import ReadAccess
     from plugin_api.listing import ListOptions
 
-JSONScalar: TypeAlias = str | int | float | bool | None
 JSONValue: TypeAlias = Union[JSONScalar, "Mapping[str, JSONValue]", "tuple[JSONValue, ...]"]
 """A JSON-compatible value as written in a definition (defaults, stamp literals)."""
 
@@ -42,14 +44,6 @@ NO_DEFAULT: Final = _NoDefault.NO_DEFAULT
 
 SYSTEM_FIELDS: Final[tuple[str, ...]] = ("id", "tenant_id", "created_at", "updated_at", "_version")
 """Columns every entity has, managed by the host. A plugin may not declare them."""
-
-
-def _as_tuples(definition: object, *names: str) -> None:
-    """Replace each list attribute among ``names`` by a tuple (definitions hold tuples)."""
-    for name in names:
-        value = getattr(definition, name)
-        if isinstance(value, list):
-            object.__setattr__(definition, name, tuple(value))
 
 
 def _as_member(definition: object, name: str, kind: type[enum.Enum]) -> None:

@@ -1,4 +1,4 @@
-"""The closed error taxonomy of the interface (spec part 7).
+"""The closed error taxonomy of the interface (spec part 7), and the host's few additions.
 
 Every error the service answers with is one of these classes. Each carries its HTTP
 ``status`` and its wire ``kind`` on the class; the host renders any of them as the error
@@ -6,6 +6,9 @@ envelope ``{"ok": false, "error": {"kind": ..., "message": ...}}``. A plugin's c
 or effect may raise any of them and the client sees exactly that status, kind and message.
 Anything else raised by a plugin is treated as a bug in the plugin: the client gets a 500
 with a generic message and the cause goes to the log.
+
+:data:`ALL_ERRORS` is the spec's table; :data:`EXTENDED_ERRORS` the errors the host answers
+with beyond it (not in the v0.1 spec's table: a status or a kind a v0.1 client may not know).
 """
 
 from __future__ import annotations
@@ -153,6 +156,32 @@ class InternalError(TesseraError):
     default_message = "Internal error"
 
 
+class UnsupportedMediaType(BadRequest):
+    """415 with the ``BadRequest`` kind: an action body whose ``Content-Type`` is not a JSON
+    media type. Not in the v0.1 spec's table: the spec's error taxonomy is closed, so the
+    status says what is wrong and the kind stays one every client knows (like 405 and 413)."""
+
+    status = 415
+
+
+class IdempotencyKeyReused(TesseraError):
+    """422: the key was already used, within the retention window, for another request. Not
+    in the v0.1 spec's table (``Idempotency-Key`` is an addition, docs/http.md)."""
+
+    status = 422
+    kind = "IdempotencyKeyReused"
+    default_message = "This Idempotency-Key was already used with a different request"
+
+
+class ServiceUnavailable(TesseraError):
+    """503: the service is not ready (``/_ready``: the database does not answer in time). Not
+    in the v0.1 spec's table (readiness is an addition; health stays liveness only)."""
+
+    status = 503
+    kind = "ServiceUnavailable"
+    default_message = "Not ready"
+
+
 ALL_ERRORS: tuple[type[TesseraError], ...] = (
     BadRequest,
     PolicySubjectRequired,
@@ -172,3 +201,10 @@ ALL_ERRORS: tuple[type[TesseraError], ...] = (
     InternalError,
 )
 """Every class of the taxonomy, in the order of the spec's table."""
+
+EXTENDED_ERRORS: tuple[type[TesseraError], ...] = (
+    UnsupportedMediaType,
+    IdempotencyKeyReused,
+    ServiceUnavailable,
+)
+"""The errors the host answers with beyond the spec's table (not in the v0.1 spec), by status."""

@@ -27,8 +27,8 @@ import contextlib
 from dataclasses import dataclass
 from typing import Final
 
+from plugin_api._base import _as_tuples
 from plugin_api.conditions import Operator
-from plugin_api.definitions import _as_tuples
 
 __all__ = [
     "MAX_PAGE_SIZE",

@@ -1,7 +1,7 @@
 """The dispatcher: a background task in every host process that delivers events.
 
 Loop: while fewer than ``TESSERA_EVENTS_CONCURRENCY`` deliveries are in flight, take due
-deliveries under a lease (:mod:`host.events.store`) and start one task per delivery; wait for
+deliveries under a lease (:mod:`host.storage.deliveries`) and start one task per delivery; wait for
 one to finish or for the poll interval. Each delivery runs its subscriber (or POSTs its
 webhook) under the subscriber's timeout, then deletes the delivery row if the lease is still
 its own, or counts a failed attempt (``failed`` with exponential backoff and jitter, ``dead``
@@ -27,13 +27,13 @@ import httpx
 
 from host.config import Settings
 from host.events import webhooks
-from host.events.outbox import now_ms
-from host.events.store import Delivery, DeliveryStore
-from host.events.webhook_config import Webhook
 from host.runtime.actor import Actor
 from host.runtime.data import ActionData, DataRuntime
 from host.storage import Closing, NothingMatched, Tx
+from host.storage.deliveries import Delivery, DeliveryStore
+from host.storage.outbox import now_ms
 from host.systemfields import new_ulid
+from host.webhook_settings import Webhook
 from plugin_api.data import DataAccess
 from plugin_api.events import Event, Subscriber
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from host.config import Settings
+from host.errors import StartupError
 from host.events.dispatcher import Dispatcher, Outcome, Target
-from host.events.outbox import Outbox
-from host.events.store import DeliveryStore
 from host.graph.model import Graph
 from host.runtime.data import DataRuntime
-from host.startup import StartupError
 from host.storage import Storage
+from host.storage.deliveries import DeliveryStore
+from host.storage.outbox import Outbox
 from host.storage.store import EntityStore
 
 __all__ = ["Events", "targets"]

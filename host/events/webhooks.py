@@ -17,7 +17,7 @@ from typing import Any, Final
 import httpx
 
 from host import __version__, jsonio
-from host.events.webhook_config import Webhook
+from host.webhook_settings import Webhook
 from plugin_api.events import Event
 
 __all__ = ["SIGNATURE_HEADER", "WebhookFailed", "body", "post", "sign"]

@@ -27,7 +27,7 @@ from host.graph.checks import (
     table_name,
 )
 from host.graph.listing import check_listing
-from host.graph.migrations import compile_migrations
+from host.graph.migration_checks import compile_migrations
 from host.graph.model import (
     CompiledAction,
     CompiledEntity,

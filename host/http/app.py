@@ -11,27 +11,32 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTo
 
 from host import jsonio
 from host.config import Settings
+from host.errors import StartupError
 from host.graph import Graph, build_graph
 from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
+from host.http.document import detail_document, offer
 from host.http.draining import Draining, stop_all_on_sigterm
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.lists import list_response
-from host.http.media import UnsupportedMediaType, require_json
+from host.http.media import require_json
 from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.metrics import Metrics
 from host.query.conditions import Condition
-from host.query.document import detail_document, offer
 from host.query.params import SCHEMA_1_1, negotiate, parse_list_query, plain_query
 from host.runtime import idempotency, resolve_actor, resolve_tenant
 from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
-from host.startup import StartupError
 from host.storage.plan import SchemaEvolutionError
 from host.values import now_db, render_datetime
-from plugin_api.errors import InternalError, ProjectionNotFound, TesseraError
+from plugin_api.errors import (
+    InternalError,
+    ProjectionNotFound,
+    TesseraError,
+    UnsupportedMediaType,
+)
 
 logger = logging.getLogger("tessera.http")
 

@@ -6,9 +6,9 @@ from quart import Response
 
 from host import jsonio
 from host.graph.model import CompiledProjection
+from host.http.document import list_document, list_stream
 from host.http.envelope import JSON
 from host.http.viewschema import ViewSchemaTemplate
-from host.query.document import list_document, list_stream
 from host.query.params import ListQuery
 from host.storage.reads import ProjectionReads
 

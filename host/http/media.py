@@ -10,14 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from host.http.envelope import JSON
-from plugin_api.errors import BadRequest
-
-
-class UnsupportedMediaType(BadRequest):
-    """415 with the ``BadRequest`` kind: the spec's error taxonomy is closed, so the status says
-    what is wrong and the kind stays one every client knows (like 405 and 413)."""
-
-    status = 415
+from plugin_api.errors import BadRequest, UnsupportedMediaType
 
 
 def is_json_media_type(value: str) -> bool:

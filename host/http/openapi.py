@@ -23,12 +23,19 @@ from host.http.jsonschema import Schema, column_schema, nullable, object_schema,
 from host.http.viewschema import LOCALE, SCHEMA_VERSION, TARGET_PROFILE
 from host.query.params import SCHEMA_1_1
 from host.query.spec import list_spec
-from host.runtime.idempotency import IdempotencyKeyReused
 from host.systemfields import SYSTEM
 from plugin_api import errors as e
 from plugin_api.access import ReadAccess
 from plugin_api.definitions import CreateAction, FieldType, TransitionAction, UpdateAction
-from plugin_api.errors import ALL_ERRORS, BadRequest, InternalError, TesseraError
+from plugin_api.errors import (
+    ALL_ERRORS,
+    BadRequest,
+    IdempotencyKeyReused,
+    InternalError,
+    ServiceUnavailable,
+    TesseraError,
+    UnsupportedMediaType,
+)
 
 __all__ = ["action_errors", "build_openapi", "inputs_schema", "openapi_text",
            "projection_parameters"]  # fmt: skip
@@ -410,7 +417,7 @@ def action_errors(action: CompiledAction) -> dict[int, set[str]]:
         for status, extra in _error_kinds(*ALL_ERRORS).items():
             kinds.setdefault(status, set()).update(extra)
     kinds.setdefault(413, set()).add("BadRequest")
-    kinds.setdefault(415, set()).add("BadRequest")
+    kinds.setdefault(UnsupportedMediaType.status, set()).add(UnsupportedMediaType.kind)
     kinds.setdefault(IdempotencyKeyReused.status, set()).add(IdempotencyKeyReused.kind)
     return kinds
 
@@ -671,7 +678,7 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
                         "enum": [
                             *(e.kind for e in ALL_ERRORS),
                             IdempotencyKeyReused.kind,
-                            "ServiceUnavailable",
+                            ServiceUnavailable.kind,
                         ]
                     },
                     "message": {"type": "string"},

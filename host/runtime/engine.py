@@ -21,7 +21,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from host.events.outbox import Outbox
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
@@ -42,6 +41,7 @@ from host.storage import (
     TransientConflict,
     Tx,
 )
+from host.storage.outbox import Outbox
 from host.storage.store import AuditRecord, EntityStore
 from host.systemfields import new_ulid
 from host.values import coerce_write, now_db

@@ -37,12 +37,11 @@ from host.runtime.actor import Actor
 from host.runtime.engine import ActionRuntime, Outputs
 from host.storage import Schema, Statement, StatementFailed, Storage, Tx, sql
 from host.values import format_datetime, now_db
-from plugin_api.errors import BadRequest, InternalError, TesseraError
+from plugin_api.errors import BadRequest, IdempotencyKeyReused, InternalError, TesseraError
 
 __all__ = [
     "HEADER",
     "MAX_KEY_LENGTH",
-    "IdempotencyKeyReused",
     "IdempotencyStore",
     "fingerprint",
     "parse_key",
@@ -55,14 +54,6 @@ HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
 PURGE_BATCH = 500
 _COLUMNS = ("tenant_id", "actor_id", "key", "fingerprint", "response", "created_at")
-
-
-class IdempotencyKeyReused(TesseraError):
-    """422: the key was already used, within the retention window, for another request."""
-
-    status = 422
-    kind = "IdempotencyKeyReused"
-    default_message = "This Idempotency-Key was already used with a different request"
 
 
 def parse_key(values: Sequence[str]) -> str | None:

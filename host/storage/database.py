@@ -42,7 +42,15 @@ from host.storage.schema import Schema
 from host.storage.sql import Sql
 from host.storage.tx import Closing, Row, StatementFailed, Tx, is_transient, matches_nothing
 
-__all__ = ["Row", "Storage", "StorageError", "TransientConflict", "Tx"]
+__all__ = [
+    "Row",
+    "Storage",
+    "StorageError",
+    "TransientConflict",
+    "Tx",
+    "UnsupportedScheme",
+    "database_file",
+]
 
 T = TypeVar("T")
 
@@ -59,6 +67,24 @@ def _warn_open_transaction(role: str) -> None:
         role,
         request_id_var.get(),
     )
+
+
+class UnsupportedScheme(ValueError):
+    """A database URL of a scheme the storage does not open (``unsupported scheme 'x'``)."""
+
+
+def database_file(url: str) -> Path | None:
+    """The one local file a database URL names (SQLite), ``None`` for a database server
+    (PostgreSQL): what can be known of a URL before anything is opened.
+
+    :raises UnsupportedScheme: the URL names neither.
+    """
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme == "sqlite":
+        return Path(DatabaseURL(url).database)
+    if scheme in {"postgresql", "postgres"}:
+        return None
+    raise UnsupportedScheme(f"unsupported scheme {scheme!r}")
 
 
 class StorageError(Exception):
@@ -96,6 +122,12 @@ class Storage:
         self._inflight: set[asyncio.Task[Any]] = set()
         self.on_transaction: Callable[[float], None] | None = None
         """Called with the seconds each unit of work took (metrics), when set."""
+
+    def is_new_file(self) -> bool:
+        """Whether the database is one local file that does not exist yet: the first start
+        creates it, so there is nothing in it to read or check. Never true of a server."""
+        path = database_file(self.url)
+        return path is not None and not path.exists()
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -111,8 +111,8 @@ def _idempotency_table(metadata: sa.MetaData) -> sa.Table:
 
 def _deliveries_table(metadata: sa.MetaData) -> sa.Table:
     # One row per (event, subscriber) still to deliver, written in the action's own
-    # transaction (host/events/outbox.py); deleted once delivered. ``seq`` orders the events
-    # of one subject; times are Unix milliseconds (host/events/store.py).
+    # transaction (host/storage/outbox.py); deleted once delivered. ``seq`` orders the events
+    # of one subject; times are Unix milliseconds (host/storage/deliveries.py).
     millis = sa.BigInteger
     return sa.Table(
         DELIVERIES_TABLE,

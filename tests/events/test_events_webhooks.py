@@ -21,11 +21,11 @@ import httpx
 import pytest
 
 from host.config import Settings
+from host.errors import StartupError
 from host.events.setup import targets
-from host.events.webhook_config import parse_webhooks
 from host.events.webhooks import sign
 from host.graph import build_graph
-from host.startup import StartupError
+from host.webhook_settings import parse_webhooks
 from plugin_api.testing import TesseraHarness
 
 from ._support import FAST, rows, until

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from host.events.outbox import PENDING, now_ms
-from host.storage import Closing, Statement, Storage, Tx
+from host.storage.database import Storage
+from host.storage.outbox import PENDING, now_ms
+from host.storage.tx import Closing, Statement, Tx
 from plugin_api.events import Event
 
 __all__ = ["DEAD", "FAILED", "Delivery", "DeliveryStore", "SubscriberStats"]

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-from host.storage import Statement
 from host.storage.dialects import Dialect
+from host.storage.tx import Statement
 
 __all__ = ["PENDING", "Outbox", "now_ms"]
 
