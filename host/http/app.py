@@ -34,6 +34,7 @@ from host.values import now_db, render_datetime
 from plugin_api.errors import (
     InternalError,
     ProjectionNotFound,
+    ServiceUnavailable,
     TesseraError,
     UnsupportedMediaType,
 )
@@ -137,7 +138,7 @@ def create_app(
         problem = await running.storage.probe(settings.ready_timeout_s)
         if problem is not None:
             logger.warning("not ready: %s", problem)
-            return json_response(error_body("ServiceUnavailable", f"Not ready: {problem}"), 503)
+            return error_response(ServiceUnavailable(f"Not ready: {problem}"))
         return json_response(
             {
                 "ok": True,

@@ -43,7 +43,9 @@ from host.storage.sql import Sql
 from host.storage.tx import Closing, Row, StatementFailed, Tx, is_transient, matches_nothing
 
 __all__ = [
+    "PostgreSQLStorage",
     "Row",
+    "SQLiteStorage",
     "Storage",
     "StorageError",
     "TransientConflict",
@@ -96,32 +98,31 @@ class TransientConflict(StorageError):
 
 
 class Storage:
-    """The host's database: schema preparation, units of work and reads."""
+    """The host's database: schema preparation, units of work and reads.
+
+    ``Storage(settings)`` answers the class of the URL's backend (:class:`SQLiteStorage` or
+    :class:`PostgreSQLStorage`); what they share is here, what differs is theirs.
+    """
+
+    dialect: Dialect
+    """The SQL spelling of the backend (:mod:`host.storage.dialects`)."""
+
+    def __new__(cls, settings: Settings) -> Storage:
+        if cls is Storage:
+            path = _backend_of(settings.database_url)
+            cls = SQLiteStorage if path is not None else PostgreSQLStorage
+        return super().__new__(cls)
 
     def __init__(self, settings: Settings) -> None:
         self.url = settings.database_url
         self._settings = settings
-        scheme = self.url.split(":", 1)[0].split("+", 1)[0].lower()
-        if scheme == "sqlite":
-            self.dialect: Dialect = SQLITE
-            self._db = Database(self.url)
-        elif scheme in {"postgresql", "postgres"}:
-            self.dialect = POSTGRESQL
-            self._db = Database(
-                self.url, min_size=settings.pg_pool_min, max_size=settings.pg_pool_max
-            )
-        else:
-            raise ValueError(
-                f"TESSERA_DATABASE_URL: unsupported scheme {scheme!r} "
-                "(use sqlite:///file.db or postgresql://...)"
-            )
-        self._write_lock = asyncio.Lock()
-        self._writer: Connection | None = None
-        self._readers: asyncio.Queue[Connection] = asyncio.Queue()
-        self._reader_list: list[Connection] = []
+        self._db = self._open_database(settings)
         self._inflight: set[asyncio.Task[Any]] = set()
         self.on_transaction: Callable[[float], None] | None = None
         """Called with the seconds each unit of work took (metrics), when set."""
+
+    def _open_database(self, settings: Settings) -> Database:
+        raise NotImplementedError
 
     def is_new_file(self) -> bool:
         """Whether the database is one local file that does not exist yet: the first start
@@ -134,38 +135,16 @@ class Storage:
     async def connect(self) -> None:
         """Open the database (for SQLite: the writer and the reader connections)."""
         await self._db.connect()
-        if self.dialect.embedded:
-            self._writer = await self._open_sqlite(writer=True)
-            for _ in range(SQLITE_READERS):
-                reader = await self._open_sqlite(writer=False)
-                self._reader_list.append(reader)
-                self._readers.put_nowait(reader)
 
     async def disconnect(self, timeout: float = 10.0) -> None:
         """Wait for units of work in flight, then close every connection."""
         if self._inflight:
             await asyncio.wait(set(self._inflight), timeout=timeout)
-        for conn in [*self._reader_list, *([self._writer] if self._writer else [])]:
-            await conn.__aexit__()
-        self._reader_list.clear()
-        self._writer = None
+        await self._close_connections()
         await self._db.disconnect()
 
-    async def _open_sqlite(self, *, writer: bool) -> Connection:
-        async def open_connection() -> Connection:
-            # ``Database.connection()`` hands out one connection per task: open each in a
-            # task of its own so every one is distinct and stays open for the process.
-            conn = self._db.connection()
-            await conn.__aenter__()
-            await conn.execute(f"PRAGMA busy_timeout = {self._settings.sqlite_busy_timeout_ms}")
-            if writer:
-                await conn.fetch_one("PRAGMA journal_mode = WAL")
-                await conn.execute("PRAGMA synchronous = NORMAL")
-            else:
-                await conn.execute("PRAGMA query_only = 1")
-            return conn
-
-        return await asyncio.create_task(open_connection())
+    async def _close_connections(self) -> None:
+        """Close the connections this storage holds open itself (none by default)."""
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -234,81 +213,19 @@ class Storage:
 
     async def _run_timed(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
         try:
-            if self.dialect.embedded:
-                return await self._run_sqlite(work)
-            return await self._run_postgresql(work)
+            return await self._run_unit(work)
         except StorageError:
             raise
         except Exception as exc:
             # A closing statement's error counts as much as one raised by the work itself.
             cause = exc.error if isinstance(exc, StatementFailed) else exc
-            if self._is_transient(cause):
+            if is_transient(cause):
                 raise TransientConflict(str(cause)) from cause
             raise
 
-    async def _run_sqlite(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
-        assert self._writer is not None, "storage is not connected"
-        conn = self._writer
-        async with self._write_lock:
-            await self._ensure_idle_sqlite(conn, "writer")
-            # BEGIN IMMEDIATE goes with the first statement (see ``Tx``) and the COMMIT with
-            # the closing statements: a create is one round trip to the thread.
-            tx = Tx(conn, sqlite=True, begin="BEGIN IMMEDIATE")
-            try:
-                closing = await work(tx)
-                await tx.close(closing)
-            except BaseException:
-                if tx.open:
-                    await self._rollback_sqlite(conn)
-                raise
-            return closing.result
-
-    @staticmethod
-    async def _rollback_sqlite(conn: Connection) -> None:
-        try:
-            await Tx(conn, sqlite=True).rows("ROLLBACK")
-        except Exception:
-            # Nothing to roll back (the failure was BEGIN or a COMMIT that already ended
-            # the transaction): the connection is usable as it is.
-            logger.debug("rollback after failure found no transaction", exc_info=True)
-
-    async def _run_postgresql(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
-        async with self._pooled() as conn, conn.transaction():
-            tx = Tx(conn, sqlite=False)
-            closing = await work(tx)
-            await tx.close(closing)  # the closing statements; the commit is the block's
-            return closing.result
-
-    @contextlib.asynccontextmanager
-    async def _pooled(self) -> AsyncIterator[Connection]:
-        """A connection of the PostgreSQL pool, checked to be outside any transaction."""
-        async with self._db.connection() as conn:
-            raw = conn.raw_connection
-            if raw.is_in_transaction():
-                _warn_open_transaction("pooled")
-                await raw.execute("ROLLBACK")
-            yield conn
-
-    @contextlib.asynccontextmanager
-    async def _reader(self) -> AsyncIterator[Connection]:
-        """A SQLite reader connection, checked to be outside any transaction, given back
-        on every exit. Callers run inside :meth:`_detached`."""
-        conn = await self._readers.get()
-        try:
-            await self._ensure_idle_sqlite(conn, "reader")
-            yield conn
-        finally:
-            self._readers.put_nowait(conn)
-
-    async def _ensure_idle_sqlite(self, conn: Connection, role: str) -> None:
-        """Roll back a transaction left open on ``conn`` (none should ever be)."""
-        if conn.raw_connection.in_transaction:
-            _warn_open_transaction(role)
-            await self._rollback_sqlite(conn)
-
-    @staticmethod
-    def _is_transient(exc: BaseException) -> bool:
-        return is_transient(exc)
+    async def _run_unit(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
+        """One unit of work on this backend's connection (commit or roll back)."""
+        raise NotImplementedError
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -317,18 +234,7 @@ class Storage:
         return await self._detached(self._fetch_all(query))
 
     async def _fetch_all(self, query: Any) -> Sequence[Row]:
-        if self.dialect.embedded:
-            async with self._reader() as conn:
-                records = await conn.fetch_all(query)
-        else:
-            try:
-                async with self._pooled() as pooled:
-                    records = await pooled.fetch_all(query)
-            except Exception as exc:
-                if matches_nothing(exc):
-                    return []
-                raise
-        return [record._mapping for record in records]
+        raise NotImplementedError
 
     async def fetch_one(self, query: Any) -> Row | None:
         """Run a read-only query for one row."""
@@ -341,40 +247,31 @@ class Storage:
         return await self._detached(self._rows(sql, args))
 
     async def _rows(self, sql: Sql, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
-        if self.dialect.embedded:
-            async with self._reader() as conn:
-                return await Tx(conn, sqlite=True).rows(sql, args)
-        async with self._pooled() as pooled:
-            return await Tx(pooled, sqlite=False).rows(sql, args)
+        raise NotImplementedError
 
     # -- readiness ------------------------------------------------------------------------
 
     def connections_in_use(self) -> int:
         """Connections of this process busy right now (SQLite: writer and readers;
         PostgreSQL: the pool's)."""
-        if self.dialect.embedded:
-            return int(self._write_lock.locked()) + len(self._reader_list) - self._readers.qsize()
-        pool = getattr(getattr(self._db, "_backend", None), "_pool", None)
-        if pool is None:
-            return 0
-        return int(pool.get_size() - pool.get_idle_size())
+        raise NotImplementedError
 
     async def probe(self, timeout: float) -> str | None:
         """Whether the database answers a query within ``timeout`` seconds: ``None`` when it
-        does, else why not (one line). SQLite: the file must also still be in place, since an
-        open connection keeps reading a file that was moved or deleted."""
-        if self.dialect.embedded:
-            path = Path(DatabaseURL(self.url).database)
-            if not path.is_file():
-                return f"the SQLite file {path} is missing"
-            if not os.access(path, os.R_OK | os.W_OK):
-                return f"the SQLite file {path} is not readable and writable"
+        does, else why not (one line)."""
+        problem = self._file_problem()
+        if problem is not None:
+            return problem
         try:
             await asyncio.wait_for(self.rows("SELECT 1"), timeout)
         except asyncio.TimeoutError:
             return f"the database did not answer within {timeout:g}s"
         except Exception as exc:
             return f"the database cannot be reached: {type(exc).__name__}: {exc}"
+        return None
+
+    def _file_problem(self) -> str | None:
+        """What is wrong with the database's local file, if it has one."""
         return None
 
     # -- dialect-specific statements ------------------------------------------------------
@@ -392,3 +289,173 @@ class Storage:
             )
             .returning(table.c.value)
         )
+
+
+class SQLiteStorage(Storage):
+    """One database file: one long-lived writer connection per process, serialised by an
+    asyncio lock, every unit of work in ``BEGIN IMMEDIATE``; a few long-lived reader
+    connections (WAL) for reads."""
+
+    dialect = SQLITE
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self._write_lock = asyncio.Lock()
+        self._writer: Connection | None = None
+        self._readers: asyncio.Queue[Connection] = asyncio.Queue()
+        self._reader_list: list[Connection] = []
+
+    def _open_database(self, settings: Settings) -> Database:
+        return Database(self.url)
+
+    async def connect(self) -> None:
+        await super().connect()
+        self._writer = await self._open(writer=True)
+        for _ in range(SQLITE_READERS):
+            reader = await self._open(writer=False)
+            self._reader_list.append(reader)
+            self._readers.put_nowait(reader)
+
+    async def _close_connections(self) -> None:
+        for conn in [*self._reader_list, *([self._writer] if self._writer else [])]:
+            await conn.__aexit__()
+        self._reader_list.clear()
+        self._writer = None
+
+    async def _open(self, *, writer: bool) -> Connection:
+        async def open_connection() -> Connection:
+            # ``Database.connection()`` hands out one connection per task: open each in a
+            # task of its own so every one is distinct and stays open for the process.
+            conn = self._db.connection()
+            await conn.__aenter__()
+            await conn.execute(f"PRAGMA busy_timeout = {self._settings.sqlite_busy_timeout_ms}")
+            if writer:
+                await conn.fetch_one("PRAGMA journal_mode = WAL")
+                await conn.execute("PRAGMA synchronous = NORMAL")
+            else:
+                await conn.execute("PRAGMA query_only = 1")
+            return conn
+
+        return await asyncio.create_task(open_connection())
+
+    async def _run_unit(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
+        assert self._writer is not None, "storage is not connected"
+        conn = self._writer
+        async with self._write_lock:
+            await self._ensure_idle(conn, "writer")
+            # BEGIN IMMEDIATE goes with the first statement (see ``Tx``) and the COMMIT with
+            # the closing statements: a create is one round trip to the thread.
+            tx = Tx(conn, sqlite=True, begin="BEGIN IMMEDIATE")
+            try:
+                closing = await work(tx)
+                await tx.close(closing)
+            except BaseException:
+                if tx.open:
+                    await self._rollback(conn)
+                raise
+            return closing.result
+
+    @staticmethod
+    async def _rollback(conn: Connection) -> None:
+        try:
+            await Tx(conn, sqlite=True).rows("ROLLBACK")
+        except Exception:
+            # Nothing to roll back (the failure was BEGIN or a COMMIT that already ended
+            # the transaction): the connection is usable as it is.
+            logger.debug("rollback after failure found no transaction", exc_info=True)
+
+    @contextlib.asynccontextmanager
+    async def _reader(self) -> AsyncIterator[Connection]:
+        """A reader connection, checked to be outside any transaction, given back on every
+        exit. Callers run inside :meth:`_detached`."""
+        conn = await self._readers.get()
+        try:
+            await self._ensure_idle(conn, "reader")
+            yield conn
+        finally:
+            self._readers.put_nowait(conn)
+
+    async def _ensure_idle(self, conn: Connection, role: str) -> None:
+        """Roll back a transaction left open on ``conn`` (none should ever be)."""
+        if conn.raw_connection.in_transaction:
+            _warn_open_transaction(role)
+            await self._rollback(conn)
+
+    async def _fetch_all(self, query: Any) -> Sequence[Row]:
+        async with self._reader() as conn:
+            records = await conn.fetch_all(query)
+        return [record._mapping for record in records]
+
+    async def _rows(self, sql: Sql, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        async with self._reader() as conn:
+            return await Tx(conn, sqlite=True).rows(sql, args)
+
+    def connections_in_use(self) -> int:
+        return int(self._write_lock.locked()) + len(self._reader_list) - self._readers.qsize()
+
+    def _file_problem(self) -> str | None:
+        # An open connection keeps reading a file that was moved or deleted.
+        path = database_file(self.url)
+        assert path is not None
+        if not path.is_file():
+            return f"the SQLite file {path} is missing"
+        if not os.access(path, os.R_OK | os.W_OK):
+            return f"the SQLite file {path} is not readable and writable"
+        return None
+
+
+class PostgreSQLStorage(Storage):
+    """A database server: the ``databases``/asyncpg pool, one pooled connection per unit of
+    work, READ COMMITTED (lost races are caught by the guarded ``UPDATE ... RETURNING``)."""
+
+    dialect = POSTGRESQL
+
+    def _open_database(self, settings: Settings) -> Database:
+        return Database(self.url, min_size=settings.pg_pool_min, max_size=settings.pg_pool_max)
+
+    async def _run_unit(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
+        async with self._pooled() as conn, conn.transaction():
+            tx = Tx(conn, sqlite=False)
+            closing = await work(tx)
+            await tx.close(closing)  # the closing statements; the commit is the block's
+            return closing.result
+
+    @contextlib.asynccontextmanager
+    async def _pooled(self) -> AsyncIterator[Connection]:
+        """A connection of the pool, checked to be outside any transaction."""
+        async with self._db.connection() as conn:
+            raw = conn.raw_connection
+            if raw.is_in_transaction():
+                _warn_open_transaction("pooled")
+                await raw.execute("ROLLBACK")
+            yield conn
+
+    async def _fetch_all(self, query: Any) -> Sequence[Row]:
+        try:
+            async with self._pooled() as pooled:
+                records = await pooled.fetch_all(query)
+        except Exception as exc:
+            if matches_nothing(exc):
+                return []
+            raise
+        return [record._mapping for record in records]
+
+    async def _rows(self, sql: Sql, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        async with self._pooled() as pooled:
+            return await Tx(pooled, sqlite=False).rows(sql, args)
+
+    def connections_in_use(self) -> int:
+        pool = getattr(getattr(self._db, "_backend", None), "_pool", None)
+        if pool is None:
+            return 0
+        return int(pool.get_size() - pool.get_idle_size())
+
+
+def _backend_of(url: str) -> Path | None:
+    """:func:`database_file`, with the message the storage gives for another scheme."""
+    try:
+        return database_file(url)
+    except UnsupportedScheme as exc:
+        raise ValueError(
+            f"TESSERA_DATABASE_URL: {exc} (use sqlite:///file.db or postgresql://...)"
+        ) from None
