@@ -9,6 +9,7 @@ from plugin_api import (
     ANONYMOUS_ACTOR,
     Action,
     ActionContext,
+    Condition,
     CreateAction,
     EffectHandler,
     Entity,
@@ -21,7 +22,6 @@ from plugin_api import (
     ReadAccess,
     ReadContext,
     ReadPolicyResult,
-    RowCondition,
     RowScope,
     Stamp,
     Subscriber,
@@ -36,9 +36,9 @@ from plugin_api import (
 # docs:end helpdesk-imports
 from tessera_helpdesk import notify
 
-TESSERA_PLUGIN_API = "1.5"
+TESSERA_PLUGIN_API = "1.6"
 """The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``, ``ListOptions``; 1.5: event
-subscribers)."""
+subscribers; 1.6: ``Condition`` with ``operator``, the one condition type)."""
 
 TICKET = "helpdesk.ticket"
 EDITABLE = ("title", "description", "priority", "estimate_hours", "due_at", "billable", "budget")
@@ -260,7 +260,7 @@ def open_tickets_only(ctx: ReadContext) -> ReadPolicyResult:
     if "suspended" in ctx.roles:
         return False  # 403 PolicyDenied
     if "guest" in ctx.roles:
-        return RowCondition(field="state", operator="eq", value="open")
+        return Condition(field="state", operator="eq", value="open")
     return True
 
 
