@@ -13,10 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from host.graph.listing import Kind
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.spec import Column, ListSpec, SortKey
-from host.values import coerce_write
 from plugin_api.errors import BadRequest
 
 __all__ = [
@@ -154,14 +152,7 @@ def _sort(text: str, spec: ListSpec) -> tuple[SortKey, ...]:
 
 def _value(column: Column, text: str, parameter: str) -> object:
     try:
-        if column.kind is Kind.BOOLEAN:
-            if text not in ("true", "false"):
-                raise BadRequest(f"Field {column.name!r} expects true or false, got {text!r}")
-            return text == "true"
-        if column.kind is Kind.MONEY:
-            currency = column.field.currency
-            return coerce_write(column.field, {"amount": text, "currency": currency})
-        return coerce_write(column.field, text)
+        return column.type.parse_text(column.field, text)
     except BadRequest as error:
         raise BadRequest(f"Parameter {parameter!r}: {error.message}") from None
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 
-from host.graph.listing import OPERATORS, Kind, field_kind
+from host.graph.listing import listed_type
 from host.graph.model import CompiledProjection, Graph
 from host.query.params import Condition, fold
 from host.query.spec import ListSpec
 from host.runtime.actor import Actor
-from host.values import coerce_write
 from plugin_api.access import ReadContext, RowCondition
 from plugin_api.errors import BadRequest, InternalError, PolicyDenied
 from plugin_api.listing import FilterOperator
@@ -35,26 +34,20 @@ def offered_actions(projection: CompiledProjection, actor: Actor) -> frozenset[s
     )
 
 
-def _operand(spec: ListSpec, kind: Kind, name: str, value: object) -> object:
+def _operand(spec: ListSpec, name: str, value: object) -> object:
     column = spec.column(name)
-    if kind is Kind.BOOLEAN:
-        if not isinstance(value, bool):
-            raise BadRequest(f"Field {name!r} expects true or false")
-        return value
-    if kind is Kind.MONEY:
-        return coerce_write(column.field, {"amount": str(value), "currency": column.field.currency})
-    return coerce_write(column.field, value)
+    return column.type.operand(column.field, value)
 
 
 def _typed(spec: ListSpec, condition: RowCondition, policy: str) -> Condition:
     """A policy's row condition as a list :class:`Condition` (values in database form)."""
     where = f"Read policy {policy!r} returned a row condition on {condition.field!r}"
     name = condition.field
-    kind = field_kind(spec.projection.entity, name) if isinstance(name, str) else None
+    value_type = listed_type(spec.projection.entity, name) if isinstance(name, str) else None
     operator = condition.operator
-    if kind is None:
+    if value_type is None:
         raise InternalError(f"{where}, which cannot be filtered on")
-    if not isinstance(operator, FilterOperator) or operator.value not in OPERATORS[kind]:
+    if not isinstance(operator, FilterOperator) or operator.value not in value_type.operators:
         raise InternalError(f"{where} with operator {operator!r}, which does not fit its type")
     column = spec.column(name)
     value = condition.value
@@ -65,9 +58,9 @@ def _typed(spec: ListSpec, condition: RowCondition, policy: str) -> Condition:
             return Condition(column, "null", (value,))
         if operator is FilterOperator.IN:
             values = value if isinstance(value, tuple) else (value,)
-            operands = dict.fromkeys(_operand(spec, kind, name, item) for item in values)
+            operands = dict.fromkeys(_operand(spec, name, item) for item in values)
             return Condition(column, "in", tuple(operands))
-        operand = _operand(spec, kind, name, value)
+        operand = _operand(spec, name, value)
         if operator is FilterOperator.CONTAINS:
             operand = fold(str(operand))
         return Condition(column, operator.value, (operand,))

@@ -4,7 +4,7 @@ existence check of reference fields.
 Every statement runs on the action's transaction (:class:`~host.storage.Tx`), filtered by
 the action's tenant. A write is one guarded ``UPDATE ... RETURNING`` (or an ``INSERT``) and
 one audit record naming the action that caused it; values go through the same coercion as
-HTTP inputs (:func:`host.values.coerce_write`) and come back rendered like HTTP rows.
+HTTP inputs (:func:`host.fieldtypes.coerce_write`) and come back rendered like HTTP rows.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from host.fieldtypes import Ordering, coerce_write, format_datetime, now_db, of, parse_datetime
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.writerules import missing_required, seed_new_row, state_mismatch, transition_row
 from host.storage import Statement, Tx, is_transient, sql
 from host.storage.store import AuditRecord, EntityStore
 from host.systemfields import SYSTEM, new_ulid
-from host.values import coerce_write, format_datetime, now_db, parse_datetime
 from plugin_api.data import OPERATORS, Condition, Row
 from plugin_api.definitions import Field, FieldType, Transition
 from plugin_api.errors import (
@@ -36,7 +36,6 @@ logger = logging.getLogger("tessera.runtime")
 T = TypeVar("T")
 
 MAX_FIND_LIMIT: Final = 1000
-_ORDERED_TYPES: Final = frozenset({FieldType.INTEGER, FieldType.DATETIME})
 _ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _QUERYABLE_SYSTEM: Final = ("id", "created_at", "updated_at", "_version")
 
@@ -140,7 +139,7 @@ class ActionData:
             if op == "in" and not values:
                 return []  # in an empty set: nothing matches
             field = compiled.fields.get(condition.field)
-            text = field is None or field.type is not FieldType.INTEGER
+            text = field is None or of(field).ordering is Ordering.TEXT
             shape.append((condition.field, op, len(values), text))
             args.extend(values)
         render = self._rt.store.renderer(entity)
@@ -368,15 +367,17 @@ def _condition_values(entity: CompiledEntity, condition: Condition) -> tuple[str
         return ("null" if value else "notnull"), []
     if value is None and op in ("eq", "ne"):
         return ("null" if op == "eq" else "notnull"), []
-    if field is not None and field.type is FieldType.MONEY:
+    if field is not None and of(field).ordering is Ordering.NUMERIC_TEXT:
         # Amounts are stored as written ("10.50" is not "10.5"): only null is meaningful.
-        raise ValueError(f"money field {name!r} can only be matched with operator null")
+        raise ValueError(
+            f"{field.type.value} field {name!r} can only be matched with operator null"
+        )
     if op == "contains":
-        if field is None or field.type is not FieldType.STRING:
+        if field is None or "contains" not in of(field).operators:
             raise ValueError(f"operator contains applies to string fields, not {name!r}")
         return op, [str(_value(field, name, value)).translate(_ASCII_LOWER)]
     ordered = op in ("lt", "lte", "gt", "gte")
-    if ordered and field is not None and field.type not in _ORDERED_TYPES:
+    if ordered and field is not None and not of(field).data_api_ordered:
         raise ValueError(f"operator {op} does not apply to {field.type.value} field {name!r}")
     if op == "in":
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):

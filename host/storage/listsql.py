@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from host.graph.listing import Kind
+from host.fieldtypes import Ordering
 from host.query.cursor import KeysetValue
 from host.query.params import Condition, ListQuery
 from host.query.spec import Column, SortKey
@@ -22,7 +22,6 @@ from host.storage.sql import quote as _q
 
 __all__ = ["index_ddl", "select_list", "sort_expression"]
 
-_TEXT_KINDS: Final = frozenset({Kind.STRING, Kind.DATETIME, Kind.TIMESTAMP, Kind.REFERENCE})
 _COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 
 
@@ -31,15 +30,16 @@ def _literal(text: str) -> str:
 
 
 def sort_expression(dialect: str, column: Column) -> str:
-    """How ``column`` is compared and ordered: text in code-point order (``COLLATE "C"`` on
-    PostgreSQL), money as a number, an enum by the position of its option."""
+    """How ``column`` is compared and ordered (its type's :class:`~host.fieldtypes.Ordering`):
+    text in code-point order (``COLLATE "C"`` on PostgreSQL), numeric text (money) as a
+    number, an enum by the position of its option."""
     name = _q(dialect, column.name)
-    kind = column.kind
-    if kind in _TEXT_KINDS and dialect == "postgresql":
+    ordering = column.type.ordering
+    if ordering is Ordering.TEXT and dialect == "postgresql":
         return f'({name} COLLATE "C")'
-    if kind is Kind.MONEY:
+    if ordering is Ordering.NUMERIC_TEXT:
         return f"(CAST({name} AS NUMERIC))"
-    if kind is Kind.ENUM:
+    if ordering is Ordering.OPTION_RANK:
         whens = " ".join(
             f"WHEN {_literal(option)} THEN {rank}"
             for rank, option in enumerate(column.field.options)
@@ -63,14 +63,13 @@ class _Params:
 
     def operand(self, column: Column, value: object) -> str:
         """A bound value on the same scale as :func:`sort_expression`."""
-        if column.kind is Kind.MONEY:
+        ordering = column.type.ordering
+        if ordering is Ordering.NUMERIC_TEXT:
             return f"CAST(CAST({self.mark(value)} AS TEXT) AS NUMERIC)"
-        if column.kind is Kind.ENUM:
+        if ordering is Ordering.OPTION_RANK:
             options = column.field.options
             return self.mark(options.index(value) if value in options else None)
-        if column.kind is Kind.BOOLEAN:
-            return self.mark(None if value is None else bool(value))
-        return self.mark(value)
+        return self.mark(column.type.keyset_value(value))
 
 
 def _fold(dialect: str, name: str) -> str:
@@ -138,7 +137,7 @@ def _order_by(dialect: str, keys: Sequence[tuple[Column, bool]]) -> str:
 
 def _effective(column: Column, value: KeysetValue) -> KeysetValue:
     """A stored enum value outside the options sorts as null (its sort expression is null)."""
-    if column.kind is Kind.ENUM and value not in column.field.options:
+    if column.type.ordering is Ordering.OPTION_RANK and value not in column.field.options:
         return None
     return value
 

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from host.graph.listing import Kind
 from host.graph.model import CompiledProjection, Graph
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.params import SCHEMA_1_0, Condition, ListQuery
@@ -127,9 +126,7 @@ class ProjectionReads:
         values: list[KeysetValue] = []
         for key in query.sort:
             value = row[read.positions[key.column.name]]
-            values.append(
-                bool(value) if key.column.kind is Kind.BOOLEAN and value is not None else value
-            )
+            values.append(key.column.type.keyset_value(value))
         values.append(row[0])
         return values
 
