@@ -3,7 +3,7 @@
 The names are public (:data:`plugin_api.definitions.SYSTEM_FIELDS`); this module says, for
 each, its ViewSchema type and its value type in the registry (:mod:`host.fieldtypes`), which
 gives its column type and how its stored value reads back. The entity tables
-(:mod:`host.storage.schema`), the row renderers (:mod:`host.runtime.rows`), the lists
+(:mod:`host.storage.schema`), the row renderers (:mod:`host.storage.rows`), the lists
 (:mod:`host.query.spec`) and the ViewSchema descriptors (:mod:`host.http.viewschema`) all take
 them from here.
 """

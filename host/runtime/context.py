@@ -10,8 +10,8 @@ from host.fieldtypes import coerce_write
 from host.graph.model import CompiledAction
 from host.runtime.actor import Actor
 from host.runtime.data import ActionData
-from host.runtime.rows import field_renderer
 from host.storage import Schema, Storage, Tx
+from host.storage.rows import field_renderer
 from plugin_api.definitions import Action, Entity
 
 MAX_SEQUENCE_NAME = 200

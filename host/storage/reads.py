@@ -20,9 +20,9 @@ from host.graph.model import CompiledProjection, Graph
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.params import SCHEMA_1_0, Condition, ListQuery
 from host.query.spec import ID_COLUMN, ListSpec, list_spec
-from host.runtime.rows import RowRenderer
 from host.storage.database import Storage
 from host.storage.listsql import select_list
+from host.storage.rows import RowRenderer
 from host.storage.schema import Schema
 
 __all__ = [

@@ -26,8 +26,8 @@ from typing import Any, Protocol
 
 from host import jsonio
 from host.graph.model import CompiledEntity, Graph
-from host.runtime.rows import RowRenderer, all_columns  # moves to host.storage.rows
 from host.storage import sql
+from host.storage.rows import RowRenderer, all_columns
 from host.storage.schema import Schema
 from host.storage.tx import Statement
 from host.systemfields import new_ulid
