@@ -120,8 +120,8 @@ def check_listing(listing: object, entity: CompiledEntity, say: Say) -> None:
     for name in duplicates(tuple(key.removeprefix("-") for key in default_sort)):
         say(f"listing.default_sort names {name!r} twice")
     for name in names_of(listing.search, "listing.search", say):
-        field = entity.fields.get(name)
-        if field is None or field.type is not FieldType.STRING:
+        value_type = listed_type(entity, name)  # search is contains over each field
+        if value_type is None or "contains" not in value_type.operators:
             say(f"listing.search names {name!r}, which is not a string field of {entity.fqn!r}")
     _check_page_sizes(listing, say)
     usable = {*sortable, *(name for name in declared if name is not None)}
