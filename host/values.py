@@ -1,7 +1,8 @@
 """Former home of the field values; they live in :mod:`host.fieldtypes` now.
 
-Only the names importers still used are re-exported (the same objects, no copy): import
-from :mod:`host.fieldtypes` instead; this module goes once nothing imports it.
+Every name this module exported is re-exported (the same objects, no copy), so code written
+against it keeps working; ``host/runtime/engine.py`` and ``host/http/app.py`` still import it.
+Import from :mod:`host.fieldtypes` instead; this module goes once nothing imports it.
 """
 
 from host.fieldtypes import (
