@@ -1,23 +1,26 @@
 """The system fields every entity has, described once.
 
 The names are public (:data:`plugin_api.definitions.SYSTEM_FIELDS`); this module says, for
-each, its ViewSchema type, its column type and how its stored value reads back. The entity
-tables (:mod:`host.storage.schema`), the row renderers (:mod:`host.runtime.rows`) and the
-ViewSchema descriptors (:mod:`host.http.viewschema`) all take them from here.
+each, its ViewSchema type and its value type in the registry (:mod:`host.fieldtypes`), which
+gives its column type and how its stored value reads back. The entity tables
+(:mod:`host.storage.schema`), the row renderers (:mod:`host.storage.rows`), the lists
+(:mod:`host.query.spec`) and the ViewSchema descriptors (:mod:`host.http.viewschema`) all take
+them from here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 import sqlalchemy as sa
 from ulid import ULID
 
-from host.values import DATETIME_TEXT_LENGTH, ULID_LENGTH, render_datetime
-from plugin_api.definitions import SYSTEM_FIELDS
+from host.fieldtypes import IDENTITY, SYSTEM_STRING, TIMESTAMP, VERSION, ValueType
+from plugin_api.definitions import SYSTEM_FIELDS, Field, FieldType
 
 __all__ = ["SYSTEM", "TABLE_KEY", "SystemField", "new_ulid", "render_system"]
 
@@ -28,39 +31,39 @@ class SystemField:
 
     :param name: the field (and column) name.
     :param view_type: its type in a ViewSchema (``identity``, ``version``, ``system_string``).
-    :param length: the fixed length of its text column, ``None`` for unbounded text.
-    :param datetime: stored as canonical datetime text and read as RFC 3339 (otherwise
-        read as the stored text).
+    :param type: its value type (``identity``, ``timestamp``, ``version``, ``system_string``).
     """
 
     name: str
     view_type: str
-    length: int | None
-    datetime: bool = False
+    type: ValueType
+    field: Field = dataclasses.field(init=False, repr=False, compare=False)
+    """The stand-in declared field its values are parsed and reported as (``id``: a string,
+    the timestamps: datetimes)."""
 
-    def column_type(self) -> sa.types.TypeEngine[str]:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "field", self.type.stand_in(self.name))
+
+    @property
+    def datetime(self) -> bool:
+        """Stored as canonical datetime text and read as RFC 3339."""
+        return self.type.written_as is FieldType.DATETIME
+
+    def column_type(self) -> sa.types.TypeEngine[Any]:
         """A fresh column type for this field."""
-        return sa.Text() if self.length is None else sa.String(self.length)
+        return self.type.column_type()
 
     def render(self, value: object) -> object:
         """The read shape of a stored value (``None`` stays ``None``)."""
-        if self.datetime:
-            return render_datetime(value)
-        if value is None or isinstance(value, str):
-            return value
-        return str(value)
+        return self.type.renderer(self.field)(value)
 
 
 _DESCRIBED: Final = (
-    SystemField(name="id", view_type="identity", length=ULID_LENGTH),
-    SystemField(name="tenant_id", view_type="system_string", length=None),
-    SystemField(
-        name="created_at", view_type="system_string", length=DATETIME_TEXT_LENGTH, datetime=True
-    ),
-    SystemField(
-        name="updated_at", view_type="system_string", length=DATETIME_TEXT_LENGTH, datetime=True
-    ),
-    SystemField(name="_version", view_type="version", length=ULID_LENGTH),
+    SystemField(name="id", view_type="identity", type=IDENTITY),
+    SystemField(name="tenant_id", view_type="system_string", type=SYSTEM_STRING),
+    SystemField(name="created_at", view_type="system_string", type=TIMESTAMP),
+    SystemField(name="updated_at", view_type="system_string", type=TIMESTAMP),
+    SystemField(name="_version", view_type="version", type=VERSION),
 )
 
 SYSTEM: Final[Mapping[str, SystemField]] = MappingProxyType(

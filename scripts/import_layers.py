@@ -26,7 +26,7 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("host", "plugin_api")
 PUBLIC = "plugin_api"
-LABELS = {"config": "ground", "values": "values", "service": "service", "http": "http+cli"}
+LABELS = {"config": "ground", "fieldtypes": "values", "service": "service", "http": "http+cli"}
 """Short names of the layers of several modules, by a module they hold."""
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from host.values import coerce_write
+from host.fieldtypes import coerce_write
 from plugin_api.definitions import (
     SYSTEM_FIELDS,
     Field,

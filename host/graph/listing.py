@@ -1,98 +1,52 @@
 """Validation of a projection's list declarations (:mod:`plugin_api.listing`).
 
-Which operators fit which field kind, and which fields can be filtered or sorted, is decided
-here once; the query parser (:mod:`host.query`) and the index planner use the same tables.
+Which fields can be filtered or sorted, and with which operators (those of the field's type in
+the registry, :attr:`host.fieldtypes.ValueType.operators`), is decided here once; the query
+parser (:mod:`host.query`) and the index planner use the same rules.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Final
-
+from host.fieldtypes import ValueType, of
 from host.graph.checks import Say, duplicates, names_of
 from host.graph.model import CompiledEntity
 from host.systemfields import SYSTEM
 from plugin_api.definitions import FieldType
 from plugin_api.listing import MAX_PAGE_SIZE, Filter, FilterOperator, ListOptions
 
-__all__ = ["OPERATORS", "Kind", "check_listing", "field_kind", "operator_names"]
+__all__ = ["check_listing", "listed_type", "operator_names"]
 
 
-class Kind(str, enum.Enum):
-    """How a column is compared and sorted (docs/http.md, "Lists")."""
-
-    STRING = "string"
-    INTEGER = "integer"
-    DATETIME = "datetime"
-    ENUM = "enum"
-    MONEY = "money"
-    BOOLEAN = "boolean"
-    REFERENCE = "reference"
-    """A reference field: the referenced row's id (equality only)."""
-    IDENTITY = "identity"
-    """The system field ``id``."""
-    TIMESTAMP = "timestamp"
-    """The system fields ``created_at`` and ``updated_at`` (never null)."""
+def listed_type(entity: CompiledEntity, name: str) -> ValueType | None:
+    """The value type of column ``name`` of ``entity``; ``None`` when it cannot be filtered or
+    sorted on (its type has no operators: ``tenant_id``, ``_version``; unknown names)."""
+    system = SYSTEM.get(name)
+    if system is not None:
+        value_type = system.type
+    else:
+        field = entity.fields.get(name)
+        if field is None or not isinstance(field.type, FieldType):
+            return None
+        value_type = of(field)
+    return value_type if value_type.operators else None
 
 
-_ORDERED: Final = ("eq", "ne", "in", "lt", "lte", "gt", "gte")
-OPERATORS: Final[Mapping[Kind, tuple[str, ...]]] = MappingProxyType(
-    {
-        Kind.STRING: (*_ORDERED, "contains", "null"),
-        Kind.INTEGER: (*_ORDERED, "null"),
-        Kind.DATETIME: (*_ORDERED, "null"),
-        Kind.ENUM: (*_ORDERED, "null"),
-        Kind.MONEY: (*_ORDERED, "null"),
-        Kind.BOOLEAN: ("eq", "ne", "null"),
-        Kind.REFERENCE: ("eq", "ne", "in", "null"),
-        Kind.IDENTITY: _ORDERED,
-        Kind.TIMESTAMP: _ORDERED,
-    }
-)
-"""The operators that fit each kind, in the order of :class:`FilterOperator`."""
-
-_SYSTEM_KINDS: Final[Mapping[str, Kind]] = MappingProxyType(
-    {
-        name: Kind.IDENTITY if name == "id" else Kind.TIMESTAMP
-        for name, system in SYSTEM.items()
-        if name == "id" or system.datetime
-    }
-)
-"""The system fields a list may filter and sort on: ``id`` and the datetime ones."""
-_FIELD_KINDS: Final[Mapping[FieldType, Kind]] = MappingProxyType(
-    {field_type: Kind(field_type.value) for field_type in FieldType}
-)
-
-
-def field_kind(entity: CompiledEntity, name: str) -> Kind | None:
-    """The kind of column ``name`` of ``entity``; ``None`` when it cannot be filtered or
-    sorted on (``tenant_id``, ``_version``, unknown names)."""
-    if name in _SYSTEM_KINDS:
-        return _SYSTEM_KINDS[name]
-    field = entity.fields.get(name)
-    if field is None or not isinstance(field.type, FieldType):
-        return None
-    return _FIELD_KINDS[field.type]
-
-
-def operator_names(declared: Filter, kind: Kind) -> tuple[str, ...]:
+def operator_names(declared: Filter, value_type: ValueType) -> tuple[str, ...]:
     """The operators a (valid) filter allows, in canonical order."""
     if declared.operators is None:
-        return OPERATORS[kind]
+        return value_type.operators
     wanted = {FilterOperator(op).value for op in declared.operators}
-    return tuple(op for op in OPERATORS[kind] if op in wanted)
+    return tuple(op for op in value_type.operators if op in wanted)
 
 
-def _column(entity: CompiledEntity, name: str, what: str, say: Say) -> Kind | None:
-    kind = field_kind(entity, name)
-    if kind is None:
+def _column(entity: CompiledEntity, name: str, what: str, say: Say) -> ValueType | None:
+    value_type = listed_type(entity, name)
+    if value_type is None:
         if name in entity.fields or name in ("tenant_id", "_version"):
             say(f"{what} {name!r}: this field cannot be filtered or sorted on")
         else:
             say(f"{what} {name!r} is not a field of entity {entity.fqn!r}")
-    return kind
+    return value_type
 
 
 def _check_filter(declared: object, entity: CompiledEntity, say: Say) -> str | None:
@@ -102,10 +56,10 @@ def _check_filter(declared: object, entity: CompiledEntity, say: Say) -> str | N
     if not isinstance(declared.field, str):
         say(f"listing filter field must be a string, got {declared.field!r}")
         return None
-    kind = _column(entity, declared.field, "filter on", say)
+    value_type = _column(entity, declared.field, "filter on", say)
     if declared.label is not None and not isinstance(declared.label, str):
         say(f"filter on {declared.field!r}: label must be a string")
-    if kind is None or declared.operators is None:
+    if value_type is None or declared.operators is None:
         return declared.field
     if not isinstance(declared.operators, (tuple, list)) or not declared.operators:
         say(f"filter on {declared.field!r}: operators must be a non-empty tuple or None")
@@ -118,10 +72,10 @@ def _check_filter(declared: object, entity: CompiledEntity, say: Say) -> str | N
             allowed = ", ".join(m.value for m in FilterOperator)
             say(f"filter on {declared.field!r}: unknown operator {op!r} (operators: {allowed})")
             continue
-        if names[-1] not in OPERATORS[kind]:
+        if names[-1] not in value_type.operators:
             say(
                 f"filter on {declared.field!r}: operator {names[-1]!r} does not fit its "
-                f"type {kind.value!r} (which allows {', '.join(OPERATORS[kind])})"
+                f"type {value_type.name!r} (which allows {', '.join(value_type.operators)})"
             )
     for op in duplicates(tuple(names)):
         say(f"filter on {declared.field!r}: operator {op!r} given twice")
@@ -166,8 +120,8 @@ def check_listing(listing: object, entity: CompiledEntity, say: Say) -> None:
     for name in duplicates(tuple(key.removeprefix("-") for key in default_sort)):
         say(f"listing.default_sort names {name!r} twice")
     for name in names_of(listing.search, "listing.search", say):
-        field = entity.fields.get(name)
-        if field is None or field.type is not FieldType.STRING:
+        value_type = listed_type(entity, name)  # search is contains over each field
+        if value_type is None or "contains" not in value_type.operators:
             say(f"listing.search names {name!r}, which is not a string field of {entity.fqn!r}")
     _check_page_sizes(listing, say)
     usable = {*sortable, *(name for name in declared if name is not None)}

@@ -12,6 +12,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTo
 from host import jsonio
 from host.config import Settings
 from host.errors import StartupError
+from host.fieldtypes import now_db, render_datetime
 from host.graph import Graph, build_graph
 from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
@@ -30,7 +31,6 @@ from host.runtime import idempotency, resolve_actor, resolve_tenant
 from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
 from host.storage.plan import SchemaEvolutionError
-from host.values import now_db, render_datetime
 from plugin_api.errors import (
     InternalError,
     ProjectionNotFound,

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from host import __version__
+from host.fieldtypes import FIELD_TYPES
 from host.graph.model import CompiledAction, CompiledProjection, Graph
 from host.http.cors import ALLOW_HEADERS_WITH_KEY, CORS_HEADERS, SECURITY_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
@@ -654,10 +655,9 @@ _FIELD_DESCRIPTOR: Final[Schema] = object_schema(
         "label": {"type": "string"},
         "typeOptions": object_schema(
             {
-                "maxLength": {"type": "integer"},
-                "currency": {"type": "string"},
-                "options": {"type": "array", "items": {"type": "string"}},
-                "entity": {"type": "string", "description": "a reference's target entity"},
+                key: schema
+                for value_type in FIELD_TYPES.values()
+                for key, schema in value_type.type_option_schemas.items()
             },
             [],
         ),

@@ -6,9 +6,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from host import jsonio
+from host.fieldtypes import of
 from host.graph.model import CompiledAction, CompiledProjection
 from host.systemfields import SYSTEM
-from plugin_api.definitions import Field, FieldType
+from plugin_api.definitions import Field
 
 SCHEMA_VERSION = "1.0.0"
 TARGET_PROFILE = "react.web.v1"
@@ -21,29 +22,17 @@ def humanise(name: str) -> str:
     return words[:1].upper() + words[1:]
 
 
-def _type_options(field: Field) -> dict[str, Any] | None:
-    if field.type is FieldType.STRING:
-        return {} if field.max_length is None else {"maxLength": field.max_length}
-    if field.type is FieldType.ENUM:
-        return {"options": list(field.options)}
-    if field.type is FieldType.MONEY:
-        return {"currency": field.currency}
-    if field.type is FieldType.REFERENCE:
-        return {"entity": field.target}
-    return None
-
-
 def field_descriptor(field: Field, *, as_input: bool = False) -> dict[str, Any]:
     """A FieldDescriptor; ``required``/``nullable``/``default`` only inside action inputs.
 
     ``typeOptions`` is present for the types it applies to (string, enum, money,
-    reference)."""
+    reference: :meth:`host.fieldtypes.ValueType.type_options`)."""
     descriptor: dict[str, Any] = {
         "name": field.name,
         "type": field.type.value,
         "label": field.label if field.label is not None else humanise(field.name),
     }
-    options = _type_options(field)
+    options = of(field).type_options(field)
     if options is not None:
         descriptor["typeOptions"] = options
     if as_input:

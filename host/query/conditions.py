@@ -16,10 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from host.graph.listing import OPERATORS, Kind
 from host.graph.model import CompiledEntity
 from host.query.spec import Column, entity_column
-from host.values import coerce_write
 from plugin_api.conditions import Operator
 from plugin_api.errors import BadRequest
 
@@ -73,26 +71,22 @@ def _operator(column: Column, operator: object) -> str:
     except (ValueError, TypeError):
         known = ", ".join(member.value for member in Operator)
         raise ConditionError(f"unknown operator {operator!r}; operators: {known}") from None
-    allowed = OPERATORS[column.kind]
+    allowed = column.type.operators
     if name not in allowed:
         raise ConditionError(
-            f"operator {name!r} does not fit {column.name!r}, a {column.kind.value} field "
+            f"operator {name!r} does not fit {column.name!r}, a {column.type.name} field "
             f"(which allows {', '.join(allowed)})"
         )
     return name
 
 
 def _operand(column: Column, value: object) -> object:
-    """A value in write shape -> the database value compared (booleans strictly true or
-    false; money as its compound object or its amount alone)."""
-    field = column.field
+    """A value in write shape -> the database value compared (its type's
+    :meth:`~host.fieldtypes.ValueType.operand`: booleans strictly true or false, money as
+    its compound object or its amount alone)."""
     if value is None:
         raise BadRequest(f"Field {column.name!r}: null is matched with operator 'null'")
-    if column.kind is Kind.BOOLEAN and not isinstance(value, bool):
-        raise BadRequest(f"Field {column.name!r} expects true or false")
-    if column.kind is Kind.MONEY and not isinstance(value, Mapping):
-        value = {"amount": str(value), "currency": field.currency}
-    return coerce_write(field, value)
+    return column.type.operand(column.field, value)
 
 
 def from_value(column: Column, operator: object, value: object, *, in_max: int) -> Condition:
@@ -123,11 +117,7 @@ def from_value(column: Column, operator: object, value: object, *, in_max: int) 
 
 def _parse(column: Column, text: str, parameter: str) -> object:
     try:
-        if column.kind is Kind.BOOLEAN:
-            if text not in ("true", "false"):
-                raise BadRequest(f"Field {column.name!r} expects true or false, got {text!r}")
-            return text == "true"
-        return _operand(column, text)
+        return column.type.parse_text(column.field, text)
     except BadRequest as error:
         raise BadRequest(f"Parameter {parameter!r}: {error.message}") from None
 

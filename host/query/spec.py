@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from host.graph.listing import Kind, field_kind, operator_names
+from host.fieldtypes import IDENTITY, ValueType
+from host.graph.listing import listed_type, operator_names
 from host.graph.model import CompiledEntity, CompiledProjection
-from plugin_api.definitions import Field, FieldType
+from plugin_api.definitions import Field
 from plugin_api.listing import MAX_PAGE_SIZE, ListOptions
 
 __all__ = [
@@ -28,7 +29,8 @@ class Column:
     """A column a list may be filtered or sorted on."""
 
     name: str
-    kind: Kind
+    type: ValueType
+    """How its values are parsed, compared and sorted (:mod:`host.fieldtypes`)."""
     field: Field
     """The declared field; a stand-in of the right type for ``id``/``created_at``/``updated_at``
     (used to parse filter values as action inputs are parsed)."""
@@ -36,9 +38,7 @@ class Column:
     """Whether the column may hold null (every declared field column may)."""
 
 
-ID_COLUMN: Final = Column(
-    name="id", kind=Kind.IDENTITY, field=Field(name="id", type=FieldType.STRING), nullable=False
-)
+ID_COLUMN: Final = Column(name="id", type=IDENTITY, field=IDENTITY.stand_in("id"), nullable=False)
 """The system field ``id``, the final key of every sort."""
 
 
@@ -95,14 +95,12 @@ class ListSpec:
 def entity_column(entity: CompiledEntity, name: str) -> Column | None:
     """The column ``name`` of ``entity`` as lists and conditions see it; ``None`` when it
     cannot be filtered or sorted on (``tenant_id``, ``_version``, unknown names)."""
-    kind = field_kind(entity, name)
-    if kind is None:
+    value_type = listed_type(entity, name)
+    if value_type is None:
         return None
     if name in entity.fields:
-        return Column(name=name, kind=kind, field=entity.fields[name], nullable=True)
-    stand_in_type = FieldType.STRING if kind is Kind.IDENTITY else FieldType.DATETIME
-    stand_in = Field(name=name, type=stand_in_type)
-    return Column(name=name, kind=kind, field=stand_in, nullable=False)
+        return Column(name=name, type=value_type, field=entity.fields[name], nullable=True)
+    return Column(name=name, type=value_type, field=value_type.stand_in(name), nullable=False)
 
 
 def _column(projection: CompiledProjection, name: str) -> Column:
@@ -118,7 +116,7 @@ def list_spec(projection: CompiledProjection) -> ListSpec:
     filters = {
         declared.field: FilterSpec(
             column=(column := _column(projection, declared.field)),
-            operators=operator_names(declared, column.kind),
+            operators=operator_names(declared, column.type),
             label=declared.label,
         )
         for declared in options.filters

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from host.fieldtypes import coerce_write
 from host.graph.model import CompiledAction
 from host.runtime.actor import Actor
 from host.runtime.data import ActionData
-from host.runtime.rows import field_renderer
 from host.storage import Schema, Storage, Tx
-from host.values import coerce_write
+from host.storage.rows import field_renderer
 from plugin_api.definitions import Action, Entity
 
 MAX_SEQUENCE_NAME = 200

@@ -4,7 +4,7 @@ existence check of reference fields.
 Every statement runs on the action's transaction (:class:`~host.storage.Tx`), filtered by
 the action's tenant. A write is one guarded ``UPDATE ... RETURNING`` (or an ``INSERT``) and
 one audit record naming the action that caused it; values go through the same coercion as
-HTTP inputs (:func:`host.values.coerce_write`) and come back rendered like HTTP rows.
+HTTP inputs (:func:`host.fieldtypes.coerce_write`) and come back rendered like HTTP rows.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from host.fieldtypes import coerce_write, now_db
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.query.conditions import Condition as ListCondition
 from host.query.conditions import ConditionError, column_of, from_value
@@ -21,7 +22,6 @@ from host.runtime.writerules import missing_required, seed_new_row, state_mismat
 from host.storage import Statement, Tx, is_transient
 from host.storage.store import AuditRecord, EntityStore
 from host.systemfields import new_ulid
-from host.values import coerce_write, now_db
 from plugin_api.conditions import Condition, Operator
 from plugin_api.data import Row
 from plugin_api.definitions import FieldType, Transition

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from host.fieldtypes import coerce_write, now_db
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
@@ -44,7 +45,6 @@ from host.storage import (
 from host.storage.outbox import Outbox
 from host.storage.store import AuditRecord, EntityStore
 from host.systemfields import new_ulid
-from host.values import coerce_write, now_db
 from plugin_api.definitions import (
     CreateAction,
     TransitionAction,

@@ -32,11 +32,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from host import jsonio
+from host.fieldtypes import format_datetime, now_db
 from host.graph.model import CompiledAction
 from host.runtime.actor import Actor
 from host.runtime.engine import ActionRuntime, Outputs
 from host.storage import Schema, Statement, StatementFailed, Storage, Tx, sql
-from host.values import format_datetime, now_db
 from plugin_api.errors import BadRequest, IdempotencyKeyReused, InternalError, TesseraError
 
 __all__ = [

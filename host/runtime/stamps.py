@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from host.fieldtypes import coerce_write
 from host.graph.model import CompiledEntity
 from host.runtime.actor import Actor
-from host.values import coerce_write
 from plugin_api.definitions import Field, Stamp, StampSource
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from host.fieldtypes import coerce_default
 from host.graph.model import CompiledEntity
 from host.runtime.actor import Actor
 from host.runtime.stamps import stamp_value
-from host.values import coerce_default
 from plugin_api.definitions import Stamp, Transition
 
 __all__ = ["Write", "missing_required", "seed_new_row", "state_mismatch", "transition_row"]

@@ -22,6 +22,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.schema import CreateTable
 
+from host.fieldtypes import coerce_default, column_type
 from host.graph.checks import table_name
 from host.graph.model import CompiledEntity, Graph
 from host.storage.convert import (
@@ -47,7 +48,6 @@ from host.storage.plan import (
 )
 from host.storage.progress import NO_PROGRESS, Progress
 from host.storage.schema import Schema, reference_index_name
-from host.values import coerce_default, column_type
 from plugin_api.definitions import SYSTEM_FIELDS, Field
 
 __all__ = ["aside_name", "build_plan", "read_columns"]

@@ -15,9 +15,9 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.schema import CreateTable
 
+from host.fieldtypes import DATETIME_TEXT_LENGTH, now_db
 from host.graph.model import Graph
 from host.storage.database import Tx
-from host.values import DATETIME_TEXT_LENGTH, now_db
 
 __all__ = ["GRAPH_TABLE", "GraphRecord", "create_history", "latest_record", "record_graph"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from host.graph.listing import Kind
+from host.fieldtypes import REFERENCE, Ordering
 from host.query.conditions import Condition
 from host.query.cursor import KeysetValue
 from host.query.params import ListQuery
@@ -23,7 +23,6 @@ from host.storage.dialects import Dialect
 
 __all__ = ["index_ddl", "select_list", "sort_expression"]
 
-_TEXT_KINDS: Final = frozenset({Kind.STRING, Kind.DATETIME, Kind.TIMESTAMP, Kind.REFERENCE})
 _COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 
 
@@ -32,15 +31,16 @@ def _literal(text: str) -> str:
 
 
 def sort_expression(dialect: Dialect, column: Column) -> str:
-    """How ``column`` is compared and ordered: text in code-point order (``COLLATE "C"`` on
-    PostgreSQL), money as a number, an enum by the position of its option."""
+    """How ``column`` is compared and ordered (its type's :class:`~host.fieldtypes.Ordering`):
+    text in code-point order (:meth:`Dialect.text_order`), numeric text (money) as a number,
+    an enum by the position of its option."""
     name = dialect.quote(column.name)
-    kind = column.kind
-    if kind in _TEXT_KINDS:
+    ordering = column.type.ordering
+    if ordering is Ordering.TEXT:
         return dialect.text_order(name)
-    if kind is Kind.MONEY:
+    if ordering is Ordering.NUMERIC_TEXT:
         return f"(CAST({name} AS NUMERIC))"
-    if kind is Kind.ENUM:
+    if ordering is Ordering.OPTION_RANK:
         whens = " ".join(
             f"WHEN {_literal(option)} THEN {rank}"
             for rank, option in enumerate(column.field.options)
@@ -64,14 +64,13 @@ class _Params:
 
     def operand(self, column: Column, value: object) -> str:
         """A bound value on the same scale as :func:`sort_expression`."""
-        if column.kind is Kind.MONEY:
+        ordering = column.type.ordering
+        if ordering is Ordering.NUMERIC_TEXT:
             return f"CAST(CAST({self.mark(value)} AS TEXT) AS NUMERIC)"
-        if column.kind is Kind.ENUM:
+        if ordering is Ordering.OPTION_RANK:
             options = column.field.options
             return self.mark(options.index(value) if value in options else None)
-        if column.kind is Kind.BOOLEAN:
-            return self.mark(None if value is None else bool(value))
-        return self.mark(value)
+        return self.mark(column.type.keyset_value(value))
 
 
 def _condition(condition: Condition, params: _Params) -> str:
@@ -80,7 +79,7 @@ def _condition(condition: Condition, params: _Params) -> str:
     name = dialect.quote(column.name)
     # A reference is only ever compared for equality, which no collation changes: the plain
     # column, so the (tenant, reference) index every reference field has serves it.
-    expression = name if column.kind is Kind.REFERENCE else sort_expression(dialect, column)
+    expression = name if column.type is REFERENCE else sort_expression(dialect, column)
     if operator == "null":
         return f"{name} IS NULL" if values[0] else f"{name} IS NOT NULL"
     if operator == "contains":
@@ -120,7 +119,7 @@ def _order_by(dialect: Dialect, keys: Sequence[tuple[Column, bool]]) -> str:
 
 def _effective(column: Column, value: KeysetValue) -> KeysetValue:
     """A stored enum value outside the options sorts as null (its sort expression is null)."""
-    if column.kind is Kind.ENUM and value not in column.field.options:
+    if column.type.ordering is Ordering.OPTION_RANK and value not in column.field.options:
         return None
     return value
 

@@ -13,8 +13,8 @@ from typing import Final
 
 import sqlalchemy as sa
 
+from host.fieldtypes import column_type
 from host.storage.convert import Converter
-from host.values import column_type
 from plugin_api.definitions import Field
 
 __all__ = [

@@ -16,15 +16,14 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from host.graph.listing import Kind
 from host.graph.model import CompiledProjection, Graph
 from host.query.conditions import Condition
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.params import ListQuery, plain_query
 from host.query.spec import ID_COLUMN, ListSpec, list_spec
-from host.runtime.rows import RowRenderer
 from host.storage.database import Storage
 from host.storage.listsql import select_list
+from host.storage.rows import RowRenderer
 from host.storage.schema import Schema
 
 __all__ = [
@@ -110,9 +109,7 @@ class ProjectionReads:
         values: list[KeysetValue] = []
         for key in query.sort:
             value = row[read.positions[key.column.name]]
-            values.append(
-                bool(value) if key.column.kind is Kind.BOOLEAN and value is not None else value
-            )
+            values.append(key.column.type.keyset_value(value))
         values.append(row[0])
         return values
 

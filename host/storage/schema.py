@@ -9,10 +9,10 @@ from types import MappingProxyType
 
 import sqlalchemy as sa
 
+from host.fieldtypes import DATETIME_TEXT_LENGTH as DATETIME_LENGTH
+from host.fieldtypes import ULID_LENGTH, column_type
 from host.graph.model import CompiledEntity, Graph
 from host.systemfields import SYSTEM, TABLE_KEY
-from host.values import DATETIME_TEXT_LENGTH as DATETIME_LENGTH
-from host.values import ULID_LENGTH, column_type
 from plugin_api.definitions import FieldType
 
 AUDIT_TABLE = "tessera_audit"

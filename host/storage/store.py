@@ -30,10 +30,10 @@ from host.graph.model import CompiledEntity, Graph
 from host.query.conditions import Condition
 from host.query.params import plain_query
 from host.query.spec import ID_COLUMN
-from host.runtime.rows import RowRenderer, all_columns  # moves to host.storage.rows
 from host.storage import sql
 from host.storage.dialects import Dialect
 from host.storage.listsql import select_list
+from host.storage.rows import RowRenderer, all_columns
 from host.storage.schema import Schema
 from host.storage.tx import Statement
 from host.systemfields import SYSTEM, new_ulid

@@ -123,7 +123,7 @@ CASES: dict[str, tuple[Callable[[Any], Any], tuple[str, ...]]] = {
         lambda d: _tag_field(d, type=FieldType.STRING, nullable=True, currency="EUR"),
         ("field 'extra'", "currency is only allowed on money"),
     ),
-    # defaults (validated by host.values.coerce_write)
+    # defaults (validated by host.fieldtypes.coerce_write)
     "enum default not an option": (
         lambda d: _tag_field(d, type=FieldType.ENUM, options=("a", "b"), default="c"),
         ("entity 'shop.tag' field 'extra'", "default 'c' does not fit"),

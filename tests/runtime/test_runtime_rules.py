@@ -10,7 +10,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from host.values import render_datetime
+from host.fieldtypes import render_datetime
 from plugin_api.testing import Client, Host, Result
 
 from ._support import (

@@ -6,7 +6,7 @@ backend it runs on.
 The store is used alone: a small graph (an entity with a field of every type, a workflow, a
 reference to a second entity, a list projection), a real ``Storage`` with that graph's schema,
 the ``EntityStore`` writing and reading rows and ``ProjectionReads`` listing them. No HTTP, no
-action runtime. Values go in as database values (``host.values``) and come out in the read
+action runtime. Values go in as database values (``host.fieldtypes``) and come out in the read
 shapes of spec 2.6; list queries are spelt as the URL parameters of docs/http.md, "Lists".
 """
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from host import jsonio
-from host.values import INT64_MAX, INT64_MIN, coerce_write, render
+from host.fieldtypes import INT64_MAX, INT64_MIN, coerce_write, render
 from plugin_api.definitions import Field, FieldType
 from plugin_api.errors import BadRequest
 

@@ -1,4 +1,4 @@
-"""Read path of host.values (render, render_system, render_datetime, now_db) and column types."""
+"""Read path of host.fieldtypes (render, render_system, render_datetime, now_db), column types."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from host.systemfields import SYSTEM, render_system
-from host.values import (
+from host.fieldtypes import (
     column_type,
     now_db,
     render,
     render_datetime,
     render_field,
 )
+from host.systemfields import SYSTEM, render_system
 from plugin_api.definitions import SYSTEM_FIELDS, Field, FieldType
 
 CANONICAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")

@@ -1,4 +1,4 @@
-"""Write path of host.values: coerce_write / coerce_default for every field type."""
+"""Write path of host.fieldtypes: coerce_write / coerce_default for every field type."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 import pytest
 
-from host.values import INT64_MAX, INT64_MIN, coerce_default, coerce_write
+from host.fieldtypes import INT64_MAX, INT64_MIN, coerce_default, coerce_write
 from plugin_api.definitions import Field, FieldType, JSONValue
 from plugin_api.errors import BadRequest
 

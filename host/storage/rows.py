@@ -6,38 +6,35 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Final
 
+from host.fieldtypes import Renderer, ValueType, of
 from host.graph.model import CompiledEntity
 from host.systemfields import SYSTEM
-from host.values import render, render_datetime
-from plugin_api.definitions import FieldType
+from plugin_api.definitions import Field
 
-Renderer = Callable[[Any], Any]
+__all__ = ["Renderer", "RowRenderer", "all_columns", "field_renderer"]
 
-_TEXT_TYPES: Final = frozenset(
-    {FieldType.STRING.value, FieldType.ENUM.value, FieldType.REFERENCE.value}
-)
 _AS_STORED: Final = frozenset({str, type(None)})
 """Types a text column's value is rendered as, unchanged."""
 
 
-def field_renderer(entity: CompiledEntity, name: str) -> Renderer:
-    """The function turning the stored value of column ``name`` into its read shape."""
+def _typed(entity: CompiledEntity, name: str) -> tuple[ValueType, Field]:
+    """The value type of column ``name`` and its field (a system column's stand-in)."""
     system = SYSTEM.get(name)
     if system is not None:
-        return render_datetime if system.datetime else system.render
+        return system.type, system.field
     field = entity.fields[name]
-    field_type, currency = field.type.value, field.currency
-    if field_type == FieldType.DATETIME.value:
-        return render_datetime
-    return lambda value: render(field_type, value, currency)
+    return of(field), field
+
+
+def field_renderer(entity: CompiledEntity, name: str) -> Renderer:
+    """The function turning the stored value of column ``name`` into its read shape."""
+    value_type, field = _typed(entity, name)
+    return value_type.renderer(field)
 
 
 def _is_text(entity: CompiledEntity, name: str) -> bool:
     """Whether column ``name`` renders as text: a ``str`` (or null) is shown as stored."""
-    system = SYSTEM.get(name)
-    if system is not None:
-        return not system.datetime
-    return entity.fields[name].type.value in _TEXT_TYPES
+    return _typed(entity, name)[0].as_stored
 
 
 def _getter(indexes: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
