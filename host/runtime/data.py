@@ -18,10 +18,15 @@ from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.query.conditions import Condition as ListCondition
 from host.query.conditions import ConditionError, column_of, from_value
 from host.runtime.actor import Actor
-from host.runtime.writerules import missing_required, seed_new_row, state_mismatch, transition_row
+from host.runtime.writerules import (
+    audit_record,
+    missing_required,
+    seed_new_row,
+    state_mismatch,
+    transition_row,
+)
 from host.storage import Statement, Tx, is_transient
-from host.storage.store import AuditRecord, EntityStore
-from host.systemfields import new_ulid
+from host.storage.store import EntityStore
 from plugin_api.conditions import Condition, Operator
 from plugin_api.data import Row
 from plugin_api.definitions import FieldType, Transition
@@ -285,20 +290,9 @@ class ActionData:
         """The audit record of one write: ``action`` names the action that caused it,
         ``entity`` and ``subject_id`` the row written; ``inputs`` are the values given (in
         read shape), ``outputs`` what an action would answer."""
-        actor = self._actor
+        inputs = {name: rendered[name] for name in given}
         record = self._rt.store.audit(
-            AuditRecord(
-                event_id=new_ulid(),
-                tenant_id=actor.tenant_id,
-                actor_id=actor.actor_id,
-                roles=actor.roles,
-                action=self._cause,
-                entity=entity.fqn,
-                subject_id=record_id,
-                inputs={name: rendered[name] for name in given},
-                outputs=dict(outputs),
-                at=now,
-            )
+            audit_record(self._actor, self._cause, entity.fqn, record_id, inputs, outputs, now)
         )
         try:
             await run(self._tx, record)

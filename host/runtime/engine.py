@@ -4,14 +4,18 @@ audit, in one transaction.
 Per action the database sees one transaction of a bounded number of statements, whatever the
 number of fields or rows: create = INSERT row + INSERT audit; transition and update = SELECT
 subject + UPDATE ... RETURNING (guarded by ``_version``) + INSERT audit; plus, when some event
-subscriber wants the action, one INSERT of its deliveries (the outbox, :mod:`host.events`).
+subscriber wants the action, one INSERT of its deliveries (the outbox,
+:mod:`host.storage.outbox`).
 A custom effect adds only the statements it runs itself (``next_sequence`` is one upsert;
 the typed data API, :mod:`host.runtime.data`, one per read and two per write), and each
 reference value written one existence check.
 
-The row's write and its audit record are not run here: the unit of work returns them as its
-:class:`~host.storage.Closing`, and the storage runs them and commits (one round trip on
-SQLite). The request body is read by the HTTP layer (:mod:`host.http.bodies`).
+Rows are read and written through the entity store (:mod:`host.storage.store`), with the
+write rules the data API follows too (:mod:`host.runtime.writerules`). The row's write and its
+audit record are not run here: the unit of work returns them as its
+:class:`~host.storage.Closing` (:meth:`EntityStore.closing`), and the storage runs them and
+commits (one round trip on SQLite; the audit record and the deliveries as one statement on
+PostgreSQL). The request body is read by the HTTP layer (:mod:`host.http.bodies`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
 from host.runtime.data import DataRuntime
 from host.runtime.writerules import (
+    audit_record,
     missing_required,
     seed_new_row,
     state_mismatch,
@@ -43,7 +48,7 @@ from host.storage import (
     Tx,
 )
 from host.storage.outbox import Outbox
-from host.storage.store import AuditRecord, EntityStore
+from host.storage.store import EntityStore
 from host.systemfields import new_ulid
 from plugin_api.definitions import (
     CreateAction,
@@ -306,17 +311,8 @@ class ActionRuntime:
         audit: Statement | Exception
         try:
             audit = store.audit(
-                AuditRecord(
-                    event_id=event_id,
-                    tenant_id=actor.tenant_id,
-                    actor_id=actor.actor_id,
-                    roles=actor.roles,
-                    action=action.fqn,
-                    entity=entity.fqn,
-                    subject_id=record_id,
-                    inputs=inputs,
-                    outputs=outputs,
-                    at=now,
+                audit_record(
+                    actor, action.fqn, entity.fqn, record_id, inputs, outputs, now, event_id
                 )
             )
         except Exception as exc:

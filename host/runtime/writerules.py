@@ -5,7 +5,9 @@ transition or update action, or a plugin through the data API (:mod:`host.runtim
   state, then the stamps of the action that creates it (if any); every required field must
   then hold a value;
 * a transition applies only to a row in one of its source states; it writes the values
-  given, the target state and its stamps.
+  given, the target state and its stamps;
+* every write leaves an audit record naming the actor and the action that caused it
+  (:func:`audit_record`).
 
 The values are database values (already coerced); the system fields are set by the entity
 store (:mod:`host.storage.store`). Each rule reports through ``write(field, value, output)``
@@ -21,9 +23,18 @@ from host.fieldtypes import coerce_default
 from host.graph.model import CompiledEntity
 from host.runtime.actor import Actor
 from host.runtime.stamps import stamp_value
+from host.storage.store import AuditRecord
+from host.systemfields import new_ulid
 from plugin_api.definitions import Stamp, Transition
 
-__all__ = ["Write", "missing_required", "seed_new_row", "state_mismatch", "transition_row"]
+__all__ = [
+    "Write",
+    "audit_record",
+    "missing_required",
+    "seed_new_row",
+    "state_mismatch",
+    "transition_row",
+]
 
 Write = Callable[[str, Any, bool], None]
 """``write(field, database value, output)``: record a value to write; ``output`` says whether
@@ -84,3 +95,29 @@ def transition_row(
     write(workflow.state_field, transition.target, True)
     for stamp in transition.stamps:
         write(stamp.field, stamp_value(entity, stamp, actor, now), True)
+
+
+def audit_record(
+    actor: Actor,
+    cause: str,
+    entity: str,
+    subject_id: str,
+    inputs: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    now: str,
+    event_id: str | None = None,
+) -> AuditRecord:
+    """The audit record of ``actor``'s write of row ``subject_id`` of ``entity``, caused by
+    the action ``cause`` (a new event id unless ``event_id`` is given)."""
+    return AuditRecord(
+        event_id=event_id or new_ulid(),
+        tenant_id=actor.tenant_id,
+        actor_id=actor.actor_id,
+        roles=actor.roles,
+        action=cause,
+        entity=entity,
+        subject_id=subject_id,
+        inputs=inputs,
+        outputs=outputs,
+        at=now,
+    )

@@ -36,13 +36,17 @@ class Dialect:
         self.engine = engine
         """SQLAlchemy's dialect: column types and the quoting rules of identifiers."""
         self._preparer = engine.identifier_preparer
+        self._quoted: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"<{self.name} dialect>"
 
     def quote(self, identifier: str) -> str:
         """``identifier`` quoted where the backend needs it (as SQLAlchemy spells it)."""
-        quoted: str = self._preparer.quote(identifier)
+        quoted = self._quoted.get(identifier)
+        if quoted is None:
+            # Identifiers come from the graph and the schema: a bounded set, kept.
+            quoted = self._quoted[identifier] = str(self._preparer.quote(identifier))
         return quoted
 
     def placeholder(self, position: int) -> str:

@@ -12,6 +12,7 @@ index (docs/http.md, "Lists", and docs/benchmarks.md for the plans).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Final
 
 from host.fieldtypes import REFERENCE, Ordering
@@ -170,6 +171,11 @@ def _after(
     return "(" + " OR ".join(f"({alternative})" for alternative in alternatives) + ")"
 
 
+@lru_cache(maxsize=1024)
+def _select_from(dialect: Dialect, table: str, columns: tuple[str, ...]) -> str:
+    return f"SELECT {', '.join(map(dialect.quote, columns))} FROM {dialect.quote(table)}"
+
+
 def select_list(
     dialect: Dialect,
     table: str,
@@ -193,9 +199,8 @@ def select_list(
     keys = _keys(query.sort, id_column)
     if after is not None:
         where.append(_after(keys, after, params))
-    select = ", ".join(dialect.quote(name) for name in columns)
     sql = (
-        f"SELECT {select} FROM {dialect.quote(table)} WHERE {' AND '.join(where)} "
+        f"{_select_from(dialect, table, tuple(columns))} WHERE {' AND '.join(where)} "
         f"ORDER BY {_order_by(dialect, keys)} LIMIT {params.mark(limit)}"
     )
     return sql, params.values
