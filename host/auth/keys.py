@@ -160,7 +160,10 @@ class JwksKeys:
     async def key(self, kid: str | None) -> VerifyKey | None:
         now = time.monotonic()
         if self._fetched_at is None:
-            await self._refresh(wait=True)
+            if self._may_try(now):  # an issuer that never answered is asked once per interval
+                await self._refresh(wait=True)
+            elif self._flight is not None and not self._flight.done():
+                await asyncio.shield(self._flight)
             if self._fetched_at is None:
                 raise KeysUnavailable(f"the JWKS at {self.url} cannot be fetched")
         elif now - self._fetched_at >= self._max_age_s and self._may_try(now):
@@ -188,7 +191,7 @@ class JwksKeys:
                 response = await client.get(self.url, headers={"Accept": "application/json"})
                 response.raise_for_status()
                 keys = parse_jwks(response.json())
-        except (httpx.HTTPError, ValueError) as exc:
+        except Exception as exc:  # a background task: nothing else would see it
             state = "keeping the keys in hand" if self._keys else "no key known"
             logger.warning("JWKS fetch from %s failed (%s): %s", self.url, state, exc)
             return

@@ -236,9 +236,18 @@ async def test_no_key_known_and_the_issuer_down_is_503(
     tessera: TesseraHarness, jwks_server: JwksServer
 ) -> None:
     jwks_server.issuer.up = False
-    host = await tessera.start(plugins=["helpdesk"], **token_settings(jwks_server.url))
-    result = await act(host, jwks_server.issuer.token())
-    assert result.status == 503 and result.error_kind == "ServiceUnavailable"
+    settings = token_settings(jwks_server.url, auth_jwks_refresh_s=2.0)
+    host = await tessera.start(plugins=["helpdesk"], **settings)
+    started = time.monotonic()
+    for _ in range(5):
+        result = await act(host, jwks_server.issuer.token())
+        assert result.status == 503 and result.error_kind == "ServiceUnavailable"
+    # Within TESSERA_AUTH_JWKS_REFRESH_S (2 s here) the issuer is asked once, not per request.
+    assert time.monotonic() - started < 2
+    assert jwks_server.issuer.requests == 1
+    await asyncio.sleep(2.1)
+    jwks_server.issuer.up = True
+    assert (await act(host, jwks_server.issuer.token())).status == 200
 
 
 async def test_a_static_key_file(
