@@ -48,10 +48,11 @@ def host_ddl(dialect_name: str) -> list[str]:
 
     from host.config import Settings
     from host.graph import build_graph
+    from host.storage.dialects import dialect_named
     from host.storage.schema import build_schema
 
     dialect = sqlite.dialect() if dialect_name == "sqlite" else postgresql.dialect()
-    schema = build_schema(build_graph(Settings()))
+    schema = build_schema(build_graph(Settings()), dialect_named(dialect_name))
     statements = []
     for table in schema.metadata.sorted_tables:
         statements.append(str(CreateTable(table, if_not_exists=True).compile(dialect=dialect)))

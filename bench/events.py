@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,8 @@ from typing import Any
 
 import dbsetup
 import servers
-from run import BENCH_DIR, build_requests, run_load
+from modes import cells, hosts_per_mode, measure, record, row, save
+from run import BENCH_DIR
 
 RECEIVER = BENCH_DIR.parent / "sample_plugins/billing/examples/webhook_receiver.py"
 SECRET = "bench-secret-0123456789abcdef"
@@ -93,80 +93,45 @@ def main() -> int:
         "separate": {"TESSERA_WEBHOOKS": webhooks, "TESSERA_EVENTS_DISPATCH": "0"},
     }
     results: list[dict[str, Any]] = []
-    pg: list[str] = []
     try:
         for backend in args.backend:
-            urls: dict[str, str] = {}
-            for mode in modes:
-                if backend == "sqlite":
-                    urls[mode] = dbsetup.prepare_sqlite(tmp / f"{mode}-{uuid.uuid4().hex[:6]}.db")
-                else:
-                    name = f"tessera_bench_events_{mode}"
-                    pg.append(name)
-                    urls[mode] = dbsetup.prepare_postgresql(name)
-            running = {
-                mode: servers.launch(
-                    "host", workers=args.workers, database_url=urls[mode], workdir=tmp, env=env
+            with hosts_per_mode(backend, modes, workers=args.workers, tmp=tmp, name="events") as (
+                urls,
+                running,
+            ):
+                dispatcher = subprocess.Popen(
+                    [sys.executable, "-m", "host", "events", "run"],
+                    env={**os.environ, **modes["on"], "TESSERA_DATABASE_URL": urls["separate"]},
+                    stdout=subprocess.DEVNULL,
+                    stderr=open(tmp / "dispatcher.log", "wb"),  # noqa: SIM115
                 )
-                for mode, env in modes.items()
-            }
-            dispatcher = subprocess.Popen(
-                [sys.executable, "-m", "host", "events", "run"],
-                env={**os.environ, **modes["on"], "TESSERA_DATABASE_URL": urls["separate"]},
-                stdout=subprocess.DEVNULL,
-                stderr=open(tmp / "dispatcher.log", "wb"),  # noqa: SIM115
-            )
-            try:
-                for server in running.values():
-                    server.wait_ready()
-                for scenario in args.scenarios:
-                    for run in range(args.runs):
-                        for mode, server in running.items():
-                            tenant = f"{scenario}-{mode}-{run}-{uuid.uuid4().hex[:6]}"
-                            budget = args.duration + args.warmup
-                            kind, requests = build_requests(
-                                scenario, urls[mode], tenant, budget, False
-                            )
-                            before = servers.cpu_seconds(dispatcher.pid)
-                            measured = run_load(
-                                server.port, kind, requests, duration=args.duration,
-                                warmup=args.warmup, processes=1, workdir=tmp,
-                                worker_pids=server.workers(),
-                            )  # fmt: skip
-                            if mode == "separate":
-                                used = servers.cpu_seconds(dispatcher.pid) - before
-                                measured["server_cpu_s"] += used
-                            left = waiting(urls[mode]) if mode in ("on", "separate") else 0
-                            started = time.perf_counter()
-                            while left and waiting(urls[mode]):
-                                time.sleep(0.05)
-                            measured.update(
-                                backend=backend, scenario=scenario, mode=mode, run=run,
-                                waiting_at_end=left,
-                                drain_s=time.perf_counter() - started if left else 0.0,
-                            )  # fmt: skip
-                            results.append(measured)
-                            print(
-                                f"[bench] {backend} {scenario} {mode} run {run}: "
-                                f"{measured['rps']:.0f} req/s p50 {measured['p50_ms']:.1f} ms "
-                                f"non-2xx {measured['non_2xx']} waiting {left}",
-                                file=sys.stderr, flush=True,
-                            )  # fmt: skip
-            finally:
-                for server in running.values():
-                    server.stop()
-                dispatcher.terminate()
-                dispatcher.wait(30)
+                try:
+                    for scenario in args.scenarios:
+                        for run in range(args.runs):
+                            for mode, server in running.items():
+                                tenant = f"{scenario}-{mode}-{run}-{uuid.uuid4().hex[:6]}"
+                                before = servers.cpu_seconds(dispatcher.pid)
+                                measured = measure(server, urls[mode], scenario, tenant, args)
+                                if mode == "separate":
+                                    used = servers.cpu_seconds(dispatcher.pid) - before
+                                    measured["server_cpu_s"] += used
+                                left = waiting(urls[mode]) if mode in ("on", "separate") else 0
+                                started = time.perf_counter()
+                                while left and waiting(urls[mode]):
+                                    time.sleep(0.05)
+                                measured.update(
+                                    backend=backend, scenario=scenario, mode=mode, run=run,
+                                    waiting_at_end=left,
+                                    drain_s=time.perf_counter() - started if left else 0.0,
+                                )  # fmt: skip
+                                record(results, measured, f" waiting {left}")
+                finally:
+                    dispatcher.terminate()
+                    dispatcher.wait(30)
     finally:
         receiver.terminate()
         receiver.wait(10)
-        for name in pg:
-            dbsetup.drop_postgresql(name)
-    print(report(results))
-    out = BENCH_DIR / "results" / (time.strftime("%Y%m%d-%H%M%S") + "-events.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1, default=str))
-    print(f"\nResult file: {out}")
+    save(results, report(results), "events")
     return 0
 
 
@@ -176,32 +141,12 @@ def report(results: list[dict[str, Any]]) -> str:
         "CPU ratio | waiting at end | drain s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    keys = sorted({(r["backend"], r["scenario"]) for r in results})
-    for backend, scenario in keys:
-        cell: dict[str, dict[str, float]] = {}
-        for mode in ("off", "outbox", "on", "separate"):
-            runs = [
-                r
-                for r in results
-                if (r["backend"], r["scenario"], r["mode"]) == (backend, scenario, mode)
-            ]
-            if not runs:
-                continue
-            cell[mode] = {
-                "rps": statistics.median(r["rps"] for r in runs),
-                "p50": statistics.median(r["p50_ms"] for r in runs),
-                "cpu": statistics.median(
-                    1000 * r["server_cpu_s"] / max(r["count"], 1) for r in runs
-                ),
-                "waiting": statistics.median(r["waiting_at_end"] for r in runs),
-                "drain": statistics.median(r["drain_s"] for r in runs),
-            }
-        off = cell["off"]
+    extra = {"waiting": "waiting_at_end", "drain": "drain_s"}
+    for backend, scenario, cell in cells(results, ("off", "outbox", "on", "separate"), extra):
         for mode, m in cell.items():
             lines.append(
-                f"| {backend} | {scenario} | {mode} | {m['rps']:.0f} | "
-                f"{m['rps'] / off['rps']:.2f} | {m['p50']:.1f} | {m['cpu']:.2f} | "
-                f"{m['cpu'] / off['cpu']:.2f} | {m['waiting']:.0f} | {m['drain']:.1f} |"
+                row(backend, scenario, mode, m, cell["off"])
+                + f" {m['waiting']:.0f} | {m['drain']:.1f} |"
             )
     return "\n".join(lines)
 

@@ -137,25 +137,31 @@ async def one_run(rows: int, progress: Progress) -> dict[str, float]:
             "additive": await timed(lambda: start(added)),
             "plan type-change": await timed(
                 lambda: with_storage(
-                    retyped, lambda s: plan_only(s, retyped, build_schema(retyped))
+                    retyped, lambda s: plan_only(s, retyped, build_schema(retyped, s.dialect))
                 )
             ),
             "apply type-change": await timed(
                 lambda: with_storage(
                     retyped,
-                    lambda s: apply(s, retyped, build_schema(retyped), ("type-changed",)),
+                    lambda s: apply(
+                        s, retyped, build_schema(retyped, s.dialect), ("type-changed",)
+                    ),
                 )
             ),
             "plan converted type-change": await timed(
                 lambda: with_storage(
-                    converted, lambda s: plan_only(s, converted, build_schema(converted))
+                    converted, lambda s: plan_only(s, converted, build_schema(converted, s.dialect))
                 )
             ),
             "apply converted type-change": await timed(
                 lambda: with_storage(
                     converted,
                     lambda s: apply(
-                        s, converted, build_schema(converted), ("type-changed",), progress
+                        s,
+                        converted,
+                        build_schema(converted, s.dialect),
+                        ("type-changed",),
+                        progress,
                     ),
                 )
             ),

@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from host.config import Settings
     from host.graph import build_graph
+    from host.storage.dialects import SQLITE
     from host.storage.schema import build_schema
 
     settings = Settings()
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         graph = build_graph(settings, extra=[("synthetic", plugin)], entry_points=False)
         compile_s.append(time.perf_counter() - started)
         started = time.perf_counter()
-        build_schema(graph)
+        build_schema(graph, SQLITE)
         schema_s.append(time.perf_counter() - started)
     assert graph is not None and len(graph.entities) == args.entities
     result: dict[str, object] = {

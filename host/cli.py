@@ -82,7 +82,7 @@ def _cmd_graph(settings: Settings, *, hash_only: bool, fmt: str) -> int:
     return 0
 
 
-def _cmd_check(settings: Settings) -> int:
+def _cmd_check(settings: Settings, *, distributed: bool = False) -> int:
     graph = _compile(settings)
     if graph is None:
         return 1
@@ -90,6 +90,8 @@ def _cmd_check(settings: Settings) -> int:
     print(found, file=sys.stderr)
     if asyncio.run(cli_migrate.check_schema(settings, graph)):
         return 1  # a start would refuse the database's schema: the report is on stderr
+    if distributed and asyncio.run(cli_migrate.check_distributed(settings)):
+        return 1  # the live schema breaks a rule of distribution: the lines are on stderr
     print(f"ok {graph.hash}")
     return 0
 
@@ -157,10 +159,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     new_plugin.add_argument("name", help="the plugin's name: one lower-case word")
     new_plugin.add_argument("--directory", default=".", help="parent folder (default: .)")
-    command(
+    check = command(
         "check",
         "compile the graph, reach the database and plan its schema as a start would; "
         "print 'ok <hash>', or every error and exit 1 when the host would not start",
+    )
+    check.add_argument(
+        "--distributed",
+        action="store_true",
+        help="also check the live PostgreSQL schema against the rules of a database "
+        "distributed by tenant_id (Citus): every table keyed by tenant or a reference table "
+        "(docs/deploy.md); exit 1 naming each table that breaks one",
     )
     command("config", "print every TESSERA_* setting with value and help")
     serve = command(
@@ -233,7 +242,7 @@ def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> i
     if args.command == "openapi":
         return _cmd_openapi(settings)
     if args.command == "check":
-        return _cmd_check(settings)
+        return _cmd_check(settings, distributed=args.distributed)
     if args.command == "config":
         return _cmd_config(settings)
     if args.command == "migrate":

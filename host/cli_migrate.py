@@ -20,9 +20,14 @@ from host.config import Settings
 from host.graph import Graph, GraphError, build_graph
 from host.startup import check_database_url, reachable
 from host.storage import Storage, build_schema
+from host.storage.database import Tx
+from host.storage.deliveries import DeliveryStore
+from host.storage.dialect import EvolutionDialect
 from host.storage.migrate import apply, plan_only, startup_check, startup_evolution
 from host.storage.plan import ALLOWABLE_KINDS, Plan, SchemaEvolutionError
 from host.storage.progress import Interrupted, StreamProgress
+from host.storage.schema import AUDIT_TABLE, DELIVERIES_TABLE
+from host.storage.tenantkeys import distribution_problems, statement_problems
 
 __all__ = ["ALLOWABLE_KINDS", "check_schema", "migrate", "preflight"]
 
@@ -80,7 +85,9 @@ async def _apply(
     received: list[int] = []
     try:
         with _interruptible(progress, received):
-            plan = await apply(storage, graph, build_schema(graph), allow, progress)
+            plan = await apply(
+                storage, graph, build_schema(graph, storage.dialect), allow, progress
+            )
     except SchemaEvolutionError as exc:
         _print(exc.plan, as_json=as_json)
         print(exc.report(), file=sys.stderr)
@@ -107,8 +114,8 @@ async def _migrate(
     interval: float,
 ) -> int:
     check_database_url(settings)
-    schema = build_schema(graph)
     storage = Storage(settings)
+    schema = build_schema(graph, storage.dialect)
     await reachable(storage.connect(), settings)
     try:
         if not execute:
@@ -148,7 +155,7 @@ async def check_schema(settings: Settings, graph: Graph) -> int:
         return 0
     await reachable(storage.connect(), settings)
     try:
-        plan = await startup_check(storage, graph, build_schema(graph))
+        plan = await startup_check(storage, graph, build_schema(graph, storage.dialect))
     except SchemaEvolutionError as exc:
         print(exc.plan.render(), file=sys.stderr)
         print(exc.report(), file=sys.stderr)
@@ -159,10 +166,35 @@ async def check_schema(settings: Settings, graph: Graph) -> int:
     return 0
 
 
+async def check_distributed(settings: Settings) -> int:
+    """``tessera check --distributed``: 1 when the live schema, or a statement of the host
+    that locks or joins rows, breaks a rule of a database distributed by ``tenant_id`` (each
+    broken rule on stderr), else 0. PostgreSQL only
+    (a SQLite file is never distributed: 1, saying so)."""
+    storage = Storage(settings)
+    if storage.dialect.embedded:
+        print("error: --distributed checks a PostgreSQL database, not SQLite", file=sys.stderr)
+        return EXIT_REFUSED
+    await reachable(storage.connect(), settings)
+    try:
+
+        async def work(tx: Tx) -> list[str]:
+            return await distribution_problems(tx, EvolutionDialect(storage.dialect))
+
+        problems = await storage.transaction(work)
+    finally:
+        await storage.disconnect()
+    store = DeliveryStore(storage, DELIVERIES_TABLE, AUDIT_TABLE)
+    problems += statement_problems(store.statements())
+    for line in problems:
+        print(f"distributed: {line}", file=sys.stderr)
+    return EXIT_REFUSED if problems else 0
+
+
 async def _preflight(settings: Settings, graph: Graph) -> int:
     check_database_url(settings)
-    schema = build_schema(graph)
     storage = Storage(settings)
+    schema = build_schema(graph, storage.dialect)
     if storage.is_new_file():
         return 0  # a new database: nothing can break, the worker creates it
     await reachable(storage.connect(), settings)

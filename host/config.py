@@ -44,6 +44,46 @@ def _parse_log_format(raw: str) -> str:
     return value
 
 
+def _parse_leeway(raw: str) -> float:
+    value = float(raw)
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"expected a number of seconds >= 0, got {raw!r}")
+    return value
+
+
+def _parse_auth_mode(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in {"headers", "token"}:
+        raise ValueError(f"expected 'headers' or 'token', got {raw!r}")
+    return value
+
+
+TOKEN_ALGORITHMS: frozenset[str] = frozenset(
+    {
+        *(f"{family}{bits}" for family in ("HS", "RS", "PS", "ES") for bits in (256, 384, 512)),
+        "EdDSA",
+    }
+)
+"""The JWS algorithms token mode can be told to accept (never ``none``)."""
+
+
+def _parse_algorithms(raw: str) -> tuple[str, ...]:
+    names = _parse_names(raw)
+    unknown = [name for name in names if name not in TOKEN_ALGORITHMS]
+    if unknown or not names:
+        raise ValueError(
+            f"expected a comma-separated list of {', '.join(sorted(TOKEN_ALGORITHMS))}, got {raw!r}"
+        )
+    return names
+
+
+def _parse_pointer(raw: str) -> str:
+    value = raw.strip()
+    if value and not value.startswith("/"):
+        raise ValueError(f"expected a JSON pointer such as /sub (RFC 6901), got {raw!r}")
+    return value
+
+
 def _parse_prefix(raw: str) -> str:
     prefix = "/" + raw.strip().strip("/")
     return "" if prefix == "/" else prefix
@@ -218,6 +258,84 @@ class Settings:
         'JSON array of webhook endpoints {"url", "secret", "events": [patterns]}; a pattern '
         "is an action FQN or a prefix ending in '*'. Events are POSTed signed "
         "(docs/events.md).",
+    )
+
+    auth_mode: str = _setting(
+        "headers",
+        _parse_auth_mode,
+        "'headers': trust X-Tenant-ID, X-Actor-Id, X-Actor-Roles as sent (spec part 5; a "
+        "verifying gateway must set them). 'token': verify an 'Authorization: Bearer' JWT "
+        "in process and take the identity from its claims (docs/deploy.md, 'Token mode').",
+    )
+    auth_jwks_url: str = _setting(
+        "",
+        str.strip,
+        "Token mode: the issuer's JWKS URL (keys fetched asynchronously and cached).",
+    )
+    auth_key_file: str = _setting(
+        "",
+        str.strip,
+        "Token mode: a file holding the verification key instead of a JWKS URL: a PEM "
+        "public key, or a JWKS document (JSON).",
+    )
+    auth_algorithms: tuple[str, ...] = _setting(
+        ("RS256",),
+        _parse_algorithms,
+        "Token mode: comma-separated JWS algorithms accepted (never 'none'); the key must "
+        "be of the algorithm's type.",
+    )
+    auth_issuer: str = _setting(
+        "",
+        str.strip,
+        "Token mode: the required 'iss' claim.",
+    )
+    auth_audience: str = _setting(
+        "",
+        str.strip,
+        "Token mode: the required 'aud' claim (this service's audience).",
+    )
+    auth_leeway_s: float = _setting(
+        30.0,
+        _parse_leeway,
+        "Token mode: seconds of clock skew allowed on 'exp' and 'nbf'.",
+    )
+    auth_tenant_claim: str = _setting(
+        "/tenant_id",
+        _parse_pointer,
+        "Token mode: JSON pointer to the tenant id claim.",
+    )
+    auth_tenants_claim: str = _setting(
+        "",
+        _parse_pointer,
+        "Token mode: JSON pointer to an array of tenant ids the token may use; a request "
+        "may then choose one with X-Tenant-ID (empty: X-Tenant-ID is refused).",
+    )
+    auth_actor_claim: str = _setting(
+        "/sub",
+        _parse_pointer,
+        "Token mode: JSON pointer to the actor id claim.",
+    )
+    auth_roles_claim: str = _setting(
+        "/roles",
+        _parse_pointer,
+        "Token mode: JSON pointer to the roles claim (an array of role names; absent: none).",
+    )
+    auth_jwks_refresh_s: float = _setting(
+        30.0,
+        _parse_positive_float,
+        "Token mode: least seconds between two JWKS fetches (a token with an unknown key "
+        "id fetches again at most this often).",
+    )
+    auth_jwks_max_age_s: float = _setting(
+        600.0,
+        _parse_positive_float,
+        "Token mode: seconds after which the cached JWKS is refreshed in the background "
+        "(the cached keys stay in use while the issuer is unreachable).",
+    )
+    auth_jwks_timeout_s: float = _setting(
+        5.0,
+        _parse_positive_float,
+        "Token mode: seconds a JWKS fetch may take.",
     )
 
     @classmethod

@@ -91,6 +91,13 @@ class Metrics:
             ("subscriber",),
             buckets=LAG_BUCKETS,
         )
+        self.auth_failures = prom.Counter(
+            "tessera_auth_failures_total",
+            "Requests refused in token mode, by reason: missing, malformed, algorithm, "
+            "unknown_key, signature, expired, not_yet_valid, issuer, audience, claims, "
+            "identity_headers, tenant, keys_unavailable.",
+            ("reason",),
+        )
         self.pool_in_use = prom.Gauge(
             "tessera_db_connections_in_use",
             "Database connections in use, summed over live workers.",
@@ -125,6 +132,10 @@ class Metrics:
         self.deliveries.labels(subscriber, outcome).inc()
         if outcome == "delivered":
             self.delivery_lag.labels(subscriber).observe(lag_s)
+
+    def auth_failed(self, reason: str) -> None:
+        """Count a request token mode refused."""
+        self.auth_failures.labels(reason).inc()
 
     def worker_exited(self) -> None:
         """Drop this worker's live gauges (its counters still count)."""

@@ -54,8 +54,8 @@ class Service:
             event subscriber or webhook that cannot work.
         """
         check_database_url(settings)
-        schema = build_schema(graph)
         storage = Storage(settings)
+        schema = build_schema(graph, storage.dialect)
         entities = EntityStore(graph, schema, storage.dialect)
         events = Events(graph, settings, storage, entities, on_delivery)
         try:

@@ -182,6 +182,27 @@ class ServiceUnavailable(TesseraError):
     default_message = "Not ready"
 
 
+class Unauthenticated(TesseraError):
+    """401: token mode (``TESSERA_AUTH_MODE=token``) found no valid bearer token. Not in the
+    v0.1 spec's table (there the gateway answers it, spec part 5). The answer carries
+    ``WWW-Authenticate: Bearer`` with an RFC 6750 error code (:attr:`challenge`) and no
+    other hint of what was wrong with the token."""
+
+    status = 401
+    kind = "Unauthenticated"
+    default_message = "A valid bearer token is required"
+
+    def __init__(self, message: str | None = None, *, error: str | None = "invalid_token") -> None:
+        super().__init__(message)
+        self.error = error
+
+    @property
+    def challenge(self) -> str:
+        """The ``WWW-Authenticate`` value: ``Bearer``, with ``error="..."`` when a token
+        was sent (RFC 6750 section 3)."""
+        return "Bearer" if self.error is None else f'Bearer error="{self.error}"'
+
+
 ALL_ERRORS: tuple[type[TesseraError], ...] = (
     BadRequest,
     PolicySubjectRequired,
@@ -206,5 +227,6 @@ EXTENDED_ERRORS: tuple[type[TesseraError], ...] = (
     UnsupportedMediaType,
     IdempotencyKeyReused,
     ServiceUnavailable,
+    Unauthenticated,
 )
 """The errors the host answers with beyond the spec's table (not in the v0.1 spec), by status."""

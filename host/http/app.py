@@ -10,6 +10,7 @@ from quart import Quart, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from host import jsonio
+from host.auth import identity_for
 from host.config import Settings
 from host.errors import StartupError
 from host.fieldtypes import now_db, render_datetime
@@ -27,7 +28,7 @@ from host.logs import request_id_var
 from host.metrics import Metrics
 from host.query.conditions import Condition
 from host.query.params import SCHEMA_1_1, negotiate, parse_list_query, plain_query
-from host.runtime import idempotency, resolve_actor, resolve_tenant
+from host.runtime import idempotency
 from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
 from host.storage.plan import SchemaEvolutionError
@@ -36,6 +37,7 @@ from plugin_api.errors import (
     ProjectionNotFound,
     ServiceUnavailable,
     TesseraError,
+    Unauthenticated,
     UnsupportedMediaType,
 )
 
@@ -73,6 +75,7 @@ def create_app(
     compiled_graph = graph
 
     metrics = Metrics(settings.api_prefix, graph.actions) if settings.metrics else None
+    identity = identity_for(settings, metrics.auth_failed if metrics is not None else None)
     app = Quart("tessera")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
@@ -106,6 +109,7 @@ def create_app(
 
     @app.after_serving
     async def stop_service() -> None:
+        await identity.aclose()
         running = state.pop("service", None)
         if running is not None:
             await running.stop()
@@ -151,7 +155,7 @@ def create_app(
     @app.get(f"{prefix}/projections/<fqn>")
     async def projection(fqn: str) -> Response:
         headers = request.headers
-        tenant = resolve_tenant(headers.getlist("X-Tenant-ID"))
+        tenant = await identity.tenant(headers)
         template = templates.get(fqn)
         if template is None:
             raise ProjectionNotFound(f"Unknown projection '{fqn}'")
@@ -162,11 +166,7 @@ def create_app(
         scope: tuple[Condition, ...] = ()
         offered: frozenset[str] | None = None
         if compiled.definition.access is not None:  # docs/http.md, "Read access"
-            actor = resolve_actor(
-                headers.getlist("X-Tenant-ID"),
-                headers.getlist("X-Actor-Id"),
-                headers.getlist("X-Actor-Roles"),
-            )
+            actor = await identity.actor(headers)
             scope = await gate.conditions(compiled, actor, spec, subject)
             offered = offered_actions(compiled, actor)
         generated_at = str(render_datetime(now_db()))
@@ -213,12 +213,7 @@ def create_app(
         raw = await request.get_data(cache=False, as_text=False)
         assert isinstance(raw, bytes)
         headers = request.headers
-        actor = resolve_actor(
-            headers.getlist("X-Tenant-ID"),
-            headers.getlist("X-Actor-Id"),
-            headers.getlist("X-Actor-Roles"),
-            require_actor_id=settings.require_actor_id,
-        )
+        actor = await identity.actor(headers, require_actor_id=settings.require_actor_id)
         if settings.require_json_content_type:
             require_json(headers.getlist("Content-Type"))
         key = idempotency.parse_key(headers.getlist(idempotency.HEADER))
@@ -262,6 +257,12 @@ def create_app(
         response.headers["Accept"] = JSON  # RFC 9110 15.5.16: what would have been accepted
         return response
 
+    @app.errorhandler(Unauthenticated)
+    async def unauthenticated(error: Unauthenticated) -> Response:
+        response = error_response(error)
+        response.headers["WWW-Authenticate"] = error.challenge  # RFC 6750 section 3
+        return response
+
     @app.errorhandler(HTTPException)
     async def framework_error(error: HTTPException) -> Response:
         status = error.code or 500
@@ -282,6 +283,7 @@ def create_app(
     middleware = CorsMiddleware(
         app.asgi_app,  # type: ignore[arg-type]
         access_log=settings.access_log,
+        token_mode=settings.auth_mode == "token",
         draining=Draining(),
     )
     if metrics is None:

@@ -60,16 +60,30 @@ def _has_body(scope: Scope) -> bool:
     return False
 
 
-def _cors_headers(scope: Scope) -> tuple[tuple[bytes, bytes], ...]:
+def _cors_headers(scope: Scope, *, token_mode: bool = False) -> tuple[tuple[bytes, bytes], ...]:
     """The spec's CORS headers; ``Idempotency-Key`` joins the allowed headers when the
-    request carries one, or its preflight names it in ``Access-Control-Request-Headers``."""
+    request carries one, or its preflight names it in ``Access-Control-Request-Headers``;
+    in token mode ``Authorization`` always does."""
+    allowed = CORS_HEADERS[2][1]
     for key, value in scope.get("headers", ()):
         if key == b"idempotency-key" or (
             key == b"access-control-request-headers" and b"idempotency-key" in value.lower()
         ):
-            allow = (b"access-control-allow-headers", ALLOW_HEADERS_WITH_KEY)
-            return tuple(allow if name == allow[0] else (name, v) for name, v in CORS_HEADERS)
-    return CORS_HEADERS
+            allowed = ALLOW_HEADERS_WITH_KEY
+            break
+    if token_mode:
+        allowed += b", Authorization"
+    if allowed is CORS_HEADERS[2][1]:
+        return CORS_HEADERS
+    allow = (b"access-control-allow-headers", allowed)
+    return tuple(allow if name == allow[0] else (name, v) for name, v in CORS_HEADERS)
+
+
+TOKEN_SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = tuple(
+    (name, value + b", Authorization" if name == b"vary" else value)
+    for name, value in SECURITY_HEADERS
+)
+"""The security headers in token mode: the answer also varies with the token."""
 
 
 def inbound_request_id(scope: Scope) -> str | None:
@@ -98,9 +112,12 @@ class CorsMiddleware:
         app: ASGIApp,
         *,
         access_log: bool = True,
+        token_mode: bool = False,
         draining: Callable[[], bool] = lambda: False,
     ) -> None:
         self._app = app
+        self._token_mode = token_mode
+        self._security = TOKEN_SECURITY_HEADERS if token_mode else SECURITY_HEADERS
         self._access_log = access_log
         self._draining = draining
 
@@ -118,7 +135,8 @@ class CorsMiddleware:
         sent_bytes = 0
         received_bytes = 0
         id_header = (b"x-request-id", request_id.encode())
-        cors_headers = _cors_headers(scope)
+        cors_headers = _cors_headers(scope, token_mode=self._token_mode)
+        security_headers = self._security
         body_read = not _has_body(scope)
 
         async def receive_tracking() -> Message:
@@ -139,7 +157,7 @@ class CorsMiddleware:
                 headers = [
                     (k, v) for k, v in message.get("headers", ()) if k.lower() not in _FIXED_NAMES
                 ]
-                message["headers"] = [*headers, *cors_headers, *SECURITY_HEADERS, id_header]
+                message["headers"] = [*headers, *cors_headers, *security_headers, id_header]
                 if not body_read or (
                     scope.get("http_version", "1.1")[0] == "1" and self._draining()
                 ):

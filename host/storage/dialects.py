@@ -31,6 +31,10 @@ class Dialect:
     """Whether two writes can run as one statement (:meth:`chained`)."""
     embedded: ClassVar[bool] = False
     """Whether the database is a local file of this process's machine (no server)."""
+    tenant_led_order_keys: ClassVar[bool] = True
+    """Whether the tables ordered by a database-assigned ``seq`` are keyed by
+    ``(tenant_id, seq)``, as a database distributed by tenant needs (docs/deploy.md,
+    "Citus"); SQLite keeps ``seq`` alone, its rowid, the only key it assigns itself."""
 
     def __init__(self, engine: SqlAlchemyDialect) -> None:
         self.engine = engine
@@ -101,6 +105,7 @@ class Dialect:
 class _SQLite(Dialect):
     name = "sqlite"
     embedded = True
+    tenant_led_order_keys = False
 
     def placeholder(self, position: int) -> str:
         return "?"

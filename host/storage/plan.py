@@ -208,7 +208,7 @@ class Plan:
 
     @property
     def up_to_date(self) -> bool:
-        return self.database_hash == self.graph_hash
+        return self.database_hash == self.graph_hash and not self.changes
 
     @property
     def breaking(self) -> tuple[Change, ...]:

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from host.fieldtypes import DATETIME_TEXT_LENGTH as DATETIME_LENGTH
 from host.fieldtypes import ULID_LENGTH, column_type
 from host.graph.model import CompiledEntity, Graph
+from host.storage.dialects import Dialect
 from host.systemfields import SYSTEM, TABLE_KEY
 from plugin_api.definitions import FieldType
 
@@ -20,6 +21,11 @@ SEQUENCE_TABLE = "tessera_sequences"
 IDEMPOTENCY_TABLE = "tessera_idempotency"
 DELIVERIES_TABLE = "tessera_deliveries"
 MAX_IDENTIFIER = 63
+AUDIT_ID_KEY = "uq_tessera_audit_id"
+DELIVERIES_EVENT_KEY = "uq_tessera_deliveries_event"
+REFERENCE_TABLES = frozenset({"tessera_graph", "tessera_secrets"})
+"""The host's tables without ``tenant_id``: small, shared by every tenant (the graph's
+history, the cursor secret); on a database distributed by tenant, reference tables."""
 
 
 def _entity_table(metadata: sa.MetaData, entity: CompiledEntity) -> sa.Table:
@@ -50,25 +56,34 @@ def reference_index_name(table: str, column: str) -> str:
     return f"ix_{table[:30]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
-def _order_key() -> sa.Column[int]:
+def _order_key(dialect: Dialect) -> sa.Column[int]:
     """``seq``: a database-assigned sequence, the order rows were written in (SQLite's
     INTEGER PRIMARY KEY is its rowid)."""
     return sa.Column(
         "seq",
         sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-        primary_key=True,
+        primary_key=not dialect.tenant_led_order_keys,
         autoincrement=True,
+        nullable=False,
     )
 
 
-def _audit_table(metadata: sa.MetaData) -> sa.Table:
+def _tenant_led(dialect: Dialect, table: str) -> tuple[sa.PrimaryKeyConstraint, ...]:
+    """The primary key ``(tenant_id, seq)`` where the dialect keys by tenant (else ``seq``
+    alone is the key, on its column)."""
+    if not dialect.tenant_led_order_keys:
+        return ()
+    return (sa.PrimaryKeyConstraint("tenant_id", "seq", name=f"{table}_pkey"),)
+
+
+def _audit_table(metadata: sa.MetaData, dialect: Dialect) -> sa.Table:
     return sa.Table(
         AUDIT_TABLE,
         metadata,
         # A database-assigned sequence gives the commit order; ULIDs are not ordered across
         # processes.
-        _order_key(),
-        sa.Column("id", sa.String(ULID_LENGTH), nullable=False, unique=True),
+        _order_key(dialect),
+        sa.Column("id", sa.String(ULID_LENGTH), nullable=False),
         sa.Column("tenant_id", sa.Text, nullable=False),
         sa.Column("actor_id", sa.Text, nullable=False),
         sa.Column("roles", sa.Text, nullable=False),
@@ -80,6 +95,8 @@ def _audit_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("graph_hash", sa.String(64), nullable=False),
         sa.Column("created_at", sa.String(DATETIME_LENGTH), nullable=False),
         sa.Index("ix_tessera_audit_subject", "tenant_id", "entity", "subject_id"),
+        sa.UniqueConstraint("tenant_id", "id", name=AUDIT_ID_KEY),
+        *_tenant_led(dialect, AUDIT_TABLE),
     )
 
 
@@ -109,7 +126,7 @@ def _idempotency_table(metadata: sa.MetaData) -> sa.Table:
     )
 
 
-def _deliveries_table(metadata: sa.MetaData) -> sa.Table:
+def _deliveries_table(metadata: sa.MetaData, dialect: Dialect) -> sa.Table:
     # One row per (event, subscriber) still to deliver, written in the action's own
     # transaction (host/storage/outbox.py); deleted once delivered. ``seq`` orders the events
     # of one subject; times are Unix milliseconds (host/storage/deliveries.py).
@@ -117,7 +134,7 @@ def _deliveries_table(metadata: sa.MetaData) -> sa.Table:
     return sa.Table(
         DELIVERIES_TABLE,
         metadata,
-        _order_key(),
+        _order_key(dialect),
         sa.Column("event_id", sa.String(ULID_LENGTH), nullable=False),
         sa.Column("subscriber", sa.Text, nullable=False),
         sa.Column("tenant_id", sa.Text, nullable=False),
@@ -130,7 +147,8 @@ def _deliveries_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("lease_until", millis, nullable=True),
         sa.Column("last_error", sa.Text, nullable=True),
         sa.Column("created_at", millis, nullable=False),
-        sa.UniqueConstraint("event_id", "subscriber", name="uq_tessera_deliveries_event"),
+        sa.UniqueConstraint("tenant_id", "event_id", "subscriber", name=DELIVERIES_EVENT_KEY),
+        *_tenant_led(dialect, DELIVERIES_TABLE),
         sa.Index("ix_tessera_deliveries_due", "subscriber", "state", "next_at"),
         sa.Index(
             "ix_tessera_deliveries_subject",
@@ -162,16 +180,17 @@ class Schema:
         return tuple(column.name for column in self.audit.columns if column.name != "seq")
 
 
-def build_schema(graph: Graph) -> Schema:
-    """Derive the tables of ``graph``: one per entity, plus the audit, sequence,
-    idempotency and event delivery tables."""
+def build_schema(graph: Graph, dialect: Dialect) -> Schema:
+    """Derive the tables of ``graph`` on ``dialect``'s database: one per entity, plus the
+    audit, sequence, idempotency and event delivery tables. Every key of a table with a
+    ``tenant_id`` includes it (on SQLite, but for the rowid ``seq``)."""
     metadata = sa.MetaData()
     entities = {fqn: _entity_table(metadata, entity) for fqn, entity in graph.entities.items()}
     return Schema(
         metadata=metadata,
         entities=MappingProxyType(entities),
-        audit=_audit_table(metadata),
+        audit=_audit_table(metadata, dialect),
         sequences=_sequence_table(metadata),
         idempotency=_idempotency_table(metadata),
-        deliveries=_deliveries_table(metadata),
+        deliveries=_deliveries_table(metadata, dialect),
     )

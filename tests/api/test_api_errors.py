@@ -38,5 +38,6 @@ def test_the_additions_keep_their_status_and_kind() -> None:
         ("UnsupportedMediaType", 415, "BadRequest"),
         ("IdempotencyKeyReused", 422, "IdempotencyKeyReused"),
         ("ServiceUnavailable", 503, "ServiceUnavailable"),
+        ("Unauthenticated", 401, "Unauthenticated"),
     ]
     assert {e.__name__ for e in (*ALL_ERRORS, *EXTENDED_ERRORS)} <= set(plugin_api.__all__)

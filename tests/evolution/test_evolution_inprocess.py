@@ -47,7 +47,7 @@ class Db:
         storage = Storage(self.settings)
         await storage.connect()
         try:
-            return await work(storage, build_schema(g))
+            return await work(storage, build_schema(g, storage.dialect))
         finally:
             await storage.disconnect()
 

@@ -174,8 +174,8 @@ async def test_a_preflight_asking_for_the_key_is_allowed_it(agent: Client) -> No
 @pytest.fixture
 async def store(tessera_database_url: str) -> AsyncIterator[tuple[Storage, IdempotencyStore]]:
     settings = Settings(database_url=tessera_database_url, plugins_only=("helpdesk",))
-    schema = build_schema(build_graph(settings))
     storage = Storage(settings)
+    schema = build_schema(build_graph(settings), storage.dialect)
     await storage.connect()
     try:
         await storage.prepare(schema)

@@ -3,7 +3,9 @@
 Every test here is marked ``reliability`` and runs on the backend chosen by
 ``TESSERA_TEST_BACKEND`` (SQLite by default, ``postgresql`` for the PostgreSQL server of
 ``TESSERA_TEST_POSTGRES_URL``). Each test gets a fresh database: a new SQLite file, or an
-emptied ``public`` schema.
+emptied ``public`` schema. With ``TESSERA_TEST_AUTH_MODE=token`` every host runs in token mode
+(``TESSERA_AUTH_MODE=token``, a static RSA key) and :func:`identity` sends a signed bearer
+token instead of the identity headers.
 
 The figures each test produces (requests sent, conflicts seen, faults injected, inputs tried,
 rows lost) are collected by the ``figures`` fixture, printed at the end of the run and
@@ -13,6 +15,7 @@ written as JSON to ``<pytest basetemp>/reliability-figures.json`` (and to the fi
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -31,18 +34,21 @@ from databases import Database
 from plugin_api.testing import DEFAULT_POSTGRES_URL
 
 BACKEND = "postgresql" if os.environ.get("TESSERA_TEST_BACKEND") == "postgresql" else "sqlite"
+AUTH_MODE = "token" if os.environ.get("TESSERA_TEST_AUTH_MODE") == "token" else "headers"
 POSTGRES_URL = os.environ.get("TESSERA_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
 PREFIX = "/api"
 
+_TOKEN_HEADER = ", Authorization" if AUTH_MODE == "token" else ""
 CORS = {
     "access-control-allow-origin": "*",
     "access-control-allow-methods": "GET, POST, OPTIONS",
-    "access-control-allow-headers": "Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles",
+    "access-control-allow-headers": "Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles"
+    + _TOKEN_HEADER,
     "access-control-max-age": "600",
 }
 SECURITY = {
     "cache-control": "no-store",
-    "vary": "X-Tenant-ID, X-Actor-Id, X-Actor-Roles",
+    "vary": "X-Tenant-ID, X-Actor-Id, X-Actor-Roles" + _TOKEN_HEADER,
     "x-content-type-options": "nosniff",
 }
 """Security headers every response carries too (among others; docs/http.md)."""
@@ -58,7 +64,48 @@ _FIGURES: dict[str, dict[str, Any]] = {}
 
 
 def identity(tenant: str, actor: str = "rel", roles: Sequence[str] = ()) -> dict[str, str]:
+    """The identity headers, or in token mode a bearer token carrying the same identity."""
+    if AUTH_MODE == "token":
+        return {"Authorization": f"Bearer {bearer(tenant, actor, tuple(roles))}"}
     return {"X-Tenant-ID": tenant, "X-Actor-Id": actor, "X-Actor-Roles": ",".join(roles)}
+
+
+ISSUER = "https://issuer.reliability.test/"
+AUDIENCE = "tessera-reliability"
+
+
+@functools.lru_cache(maxsize=1)
+def _signing_key() -> Any:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@functools.lru_cache(maxsize=4096)
+def bearer(tenant: str, actor: str, roles: tuple[str, ...], **extra: Any) -> str:
+    """A token of the test issuer for this identity (valid for an hour)."""
+    import jwt
+
+    now = int(time.time())
+    claims: dict[str, Any] = {"iss": ISSUER, "aud": AUDIENCE, "sub": actor, "tenant_id": tenant}
+    claims.update({"roles": list(roles), "iat": now, "exp": now + 3600, **extra})
+    return jwt.encode(claims, _signing_key(), algorithm="RS256")
+
+
+def _auth_env(directory: Path) -> dict[str, str]:
+    if AUTH_MODE != "token":
+        return {}
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    path = directory / "issuer.pem"
+    pem = _signing_key().public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    path.write_bytes(pem)
+    return {
+        "TESSERA_AUTH_MODE": "token",
+        "TESSERA_AUTH_KEY_FILE": str(path),
+        "TESSERA_AUTH_ISSUER": ISSUER,
+        "TESSERA_AUTH_AUDIENCE": AUDIENCE,
+    }
 
 
 def subject(tenant: str, entity: str, row_id: str) -> dict[str, str]:
@@ -106,6 +153,7 @@ class HostProcess:
             **os.environ,
             "TESSERA_DATABASE_URL": self.database,
             "TESSERA_ACCESS_LOG": "0",
+            **_auth_env(self.tmp_path),
             **self.env,
         }
         with self.log.open("wb") as sink:

@@ -31,11 +31,13 @@ from hypothesis import strategies as st
 
 from .conftest import (
     AUDIT_TABLE,
+    AUTH_MODE,
     CORS,
     SECURITY,
     TICKET_TABLE,
     HostProcess,
     assert_envelope,
+    bearer,
     identity,
     list_items,
     query,
@@ -480,30 +482,10 @@ async def catalogue(host: HostProcess, database: str, tally: Counter[str]) -> di
 
         # Missing, empty and duplicated headers.
         create = body({"title": "header games"})
-        no_tenant = {k: v for k, v in hostile.items() if k != "X-Tenant-ID"}
-        await post(f"{TICKET}.create", create, no_tenant, {400})
-        await post(f"{TICKET}.create", create, {**hostile, "X-Tenant-ID": ""}, {400})
-        await post(f"{TICKET}.create", create, {**hostile, "X-Tenant-ID": ", ,"}, {200, 400})
-        await post(f"{TICKET}.create", create, {**hostile, "X-Actor-Roles": ""}, {403})
-        await post(f"{TICKET}.create", create, {**hostile, "X-Actor-Roles": ", ,"}, {403})
-        base = [(k, v) for k, v in hostile.items() if k != "X-Tenant-ID"]
-        dup_tenant = [*base, ("X-Tenant-ID", "hostile"), ("X-Tenant-ID", "nasty")]
-        await post(f"{TICKET}.create", create, dup_tenant, {400})
-        base = [(k, v) for k, v in hostile.items() if k != "X-Actor-Id"]
-        dup_actor = [*base, ("X-Actor-Id", "a"), ("X-Actor-Id", "b")]
-        await post(f"{TICKET}.create", create, dup_actor, {400})
-        for path in (f"/projections/{TICKET}.list", f"/projections/{TICKET}.queue"):
-            answer = await client.get(path, headers=dup_tenant)
-            check(answer, tally, {400, 404})
-            answer = await client.get(path)
-            check(answer, tally, {400, 404})
-        # Role names outside the documented set, and repeated identity headers.
-        for roles in ("agent\u00a0", "\u0085agent", "agent\u00c2\u00a0", "a" * 65, "ag ent"):
-            odd: dict[str, str | bytes] = {**hostile, "X-Actor-Roles": roles.encode("latin-1")}
-            await post(f"{TICKET}.create", create, odd, {400})
-        base = [(k, v) for k, v in hostile.items() if k != "X-Actor-Roles"]
-        dup_roles = [*base, ("X-Actor-Roles", "requester"), ("X-Actor-Roles", "agent")]
-        await post(f"{TICKET}.create", create, dup_roles, {400})
+        if AUTH_MODE == "token":
+            await token_games(post, create, hostile)
+        else:
+            await header_games(post, client, check, tally, create, hostile)
         # Content types other than JSON are refused: 415, or 400 when missing or blank.
         for content_type in ("text/plain", "application/x-www-form-urlencoded", "a/b; x=\\"):
             headers = {**hostile, "Content-Type": content_type}
@@ -527,6 +509,64 @@ async def catalogue(host: HostProcess, database: str, tally: Counter[str]) -> di
         for row_id, text in written.items():
             assert items[row_id]["description"] == text
     return {"hostile_rows": rows, "hostile_audit": audit, "nasty_rows": len(items)}
+
+
+async def header_games(
+    post: Any,
+    client: httpx.AsyncClient,
+    check: Any,
+    tally: Counter[str],
+    create: bytes,
+    hostile: dict[str, str],
+) -> None:
+    """Header mode: missing, empty and duplicated identity headers; odd role names."""
+    no_tenant = {k: v for k, v in hostile.items() if k != "X-Tenant-ID"}
+    await post(f"{TICKET}.create", create, no_tenant, {400})
+    await post(f"{TICKET}.create", create, {**hostile, "X-Tenant-ID": ""}, {400})
+    await post(f"{TICKET}.create", create, {**hostile, "X-Tenant-ID": ", ,"}, {200, 400})
+    await post(f"{TICKET}.create", create, {**hostile, "X-Actor-Roles": ""}, {403})
+    await post(f"{TICKET}.create", create, {**hostile, "X-Actor-Roles": ", ,"}, {403})
+    base = [(k, v) for k, v in hostile.items() if k != "X-Tenant-ID"]
+    dup_tenant = [*base, ("X-Tenant-ID", "hostile"), ("X-Tenant-ID", "nasty")]
+    await post(f"{TICKET}.create", create, dup_tenant, {400})
+    base = [(k, v) for k, v in hostile.items() if k != "X-Actor-Id"]
+    dup_actor = [*base, ("X-Actor-Id", "a"), ("X-Actor-Id", "b")]
+    await post(f"{TICKET}.create", create, dup_actor, {400})
+    for path in (f"/projections/{TICKET}.list", f"/projections/{TICKET}.queue"):
+        answer = await client.get(path, headers=dup_tenant)
+        check(answer, tally, {400, 404})
+        answer = await client.get(path)
+        check(answer, tally, {400, 404})
+    # Role names outside the documented set, and repeated identity headers.
+    for roles in ("agent\u00a0", "\u0085agent", "agent\u00c2\u00a0", "a" * 65, "ag ent"):
+        odd: dict[str, str | bytes] = {**hostile, "X-Actor-Roles": roles.encode("latin-1")}
+        await post(f"{TICKET}.create", create, odd, {400})
+    base = [(k, v) for k, v in hostile.items() if k != "X-Actor-Roles"]
+    dup_roles = [*base, ("X-Actor-Roles", "requester"), ("X-Actor-Roles", "agent")]
+    await post(f"{TICKET}.create", create, dup_roles, {400})
+
+
+async def token_games(post: Any, create: bytes, hostile: dict[str, str]) -> None:
+    """Token mode: identity headers beside the token, no token, forged and stale tokens."""
+    await post(f"{TICKET}.create", create, {**hostile, "X-Tenant-ID": "nasty"}, {403})
+    await post(f"{TICKET}.create", create, {**hostile, "X-Tenant-ID": ""}, {403})
+    await post(f"{TICKET}.create", create, {**hostile, "X-Actor-Id": "root"}, {400})
+    await post(f"{TICKET}.create", create, {**hostile, "X-Actor-Roles": "agent"}, {400})
+    dup = [*hostile.items(), ("Authorization", hostile["Authorization"])]
+    await post(f"{TICKET}.create", create, dup, {400})
+    forged = {"X-Tenant-ID": "hostile", "X-Actor-Id": "m", "X-Actor-Roles": "agent"}
+    await post(f"{TICKET}.create", create, {**forged, "Content-Type": "application/json"}, {401})
+    token = hostile["Authorization"].removeprefix("Bearer ")
+    header, payload, signature = token.split(".")
+    for bad in (
+        f"{header}.{payload[:-2]}{payload[-2:][::-1]}.{signature}",
+        f"{header}.{payload}.",
+        bearer("hostile", "mallory", tuple(ROLES), exp=1),
+        bearer("hostile", "mallory", tuple(ROLES), aud="elsewhere"),
+        "x" * 5000,
+    ):
+        sent = {"Authorization": f"Bearer {bad}", "Content-Type": "application/json"}
+        await post(f"{TICKET}.create", create, sent, {401})
 
 
 def test_hostile_catalogue(start_host: Any, database: str, figures: dict[str, Any]) -> None:

@@ -98,9 +98,8 @@ async def _bulk_copy(database: str, template_id: str, tenant: str, count: int) -
 
 
 def _request(tenant: str, path: str) -> bytes:
-    return (
-        f"GET {PREFIX}{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Tenant-ID: {tenant}\r\n\r\n"
-    ).encode()
+    lines = "".join(f"{name}: {value}\r\n" for name, value in identity(tenant).items())
+    return f"GET {PREFIX}{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{lines}\r\n".encode()
 
 
 async def _open(port: int, *, receive_buffer: int | None = None) -> Any:

@@ -89,3 +89,52 @@ def test_metrics_of_two_workers_add_up(tmp_path: Path, reset_database: str) -> N
 def test_metrics_are_off_by_default(tmp_path: Path, reset_database: str) -> None:
     with run_server(tmp_path, database=reset_database) as server:
         assert httpx.get(f"{server.base_url}/metrics", timeout=10).status_code == 404
+
+
+def test_token_mode_counts_refusals_by_reason(tmp_path: Path, reset_database: str) -> None:
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    (tmp_path / "issuer.pem").write_bytes(pem)
+    env = {
+        "TESSERA_METRICS": "1",
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prom"),
+        "TESSERA_AUTH_MODE": "token",
+        "TESSERA_AUTH_KEY_FILE": str(tmp_path / "issuer.pem"),
+        "TESSERA_AUTH_ISSUER": "https://issuer.test/",
+        "TESSERA_AUTH_AUDIENCE": "api",
+    }
+    now = int(time.time())
+    claims: dict[str, object] = {"iss": "https://issuer.test/", "aud": "api", "sub": "bob"}
+    claims["tenant_id"] = "m"
+    claims.update({"roles": ["requester"], "exp": now + 300})
+
+    def token(**changes: object) -> dict[str, str]:
+        return {"Authorization": "Bearer " + jwt.encode({**claims, **changes}, key, "RS256")}
+
+    url = "/api/actions/helpdesk.ticket.create"
+    body = {"inputs": {"title": "t"}}
+    with run_server(tmp_path, env=env, database=reset_database) as server:
+        with server.client() as http:
+            assert http.post(url, json=body, headers=token()).status_code == 200
+            assert http.post(url, json=body, headers=IDENTITY).status_code == 401
+            for _ in range(2):
+                assert http.post(url, json=body, headers=token(exp=now - 60)).status_code == 401
+            assert http.post(url, json=body, headers=token(aud="x")).status_code == 401
+            forged = {**token(), "X-Actor-Roles": "agent"}
+            assert http.post(url, json=body, headers=forged).status_code == 400
+        text = httpx.get(f"{server.base_url}/metrics", timeout=10).text
+    counts = {
+        reason: sample(text, "tessera_auth_failures_total", reason=reason)
+        for reason in ("missing", "expired", "audience", "identity_headers", "signature")
+    }
+    assert counts == {
+        "missing": 1,
+        "expired": 2,
+        "audience": 1,
+        "identity_headers": 1,
+        "signature": 0,
+    }

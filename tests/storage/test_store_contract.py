@@ -146,7 +146,7 @@ class Rig:
 @pytest.fixture
 async def rig(tessera_database_url: str, graph: Graph) -> AsyncIterator[Rig]:
     storage = Storage(Settings(database_url=tessera_database_url))
-    schema = build_schema(graph)
+    schema = build_schema(graph, storage.dialect)
     await storage.connect()
     try:
         await storage.prepare(schema)
