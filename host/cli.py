@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from typing import TextIO
 
 from host import __version__, cli_events, cli_migrate, diagrams, scaffold
 from host.config import Settings
+from host.console.settings import console_enabled, console_url
 from host.errors import StartupError
 from host.graph import GraphError, compile_graph
 from host.graph.model import Graph
@@ -251,6 +253,10 @@ def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> i
     if status:
         return status
     command = serve_command(args.bind, args.workers, [a for a in rest if a != "--"])
+    os.environ["TESSERA_SERVE_BIND"] = args.bind
+    served = dataclasses.replace(settings, serve_bind=args.bind)
+    if console_enabled(served):
+        print(f"console: {console_url(args.bind)}", flush=True)
     sys.stdout.flush()
     os.execvp(command[0], command)
     return 0  # pragma: no cover - execvp does not return
