@@ -244,3 +244,18 @@ async def test_the_api_answers_the_same_with_the_console_on(
         result = await host.client().request("GET", "/openapi.json")
         bodies.append(result.body)
     assert bodies[0] == bodies[1]
+
+
+async def test_pages_load_their_stylesheet_and_the_api_keeps_its_policy(
+    console_host: Host,
+) -> None:
+    client = console_host.app.test_client()
+    page = await client.get("/-/console/", headers=AGENT)
+    assert "style-src 'self'" in page.headers["Content-Security-Policy"]
+    assert page.headers.getlist("Content-Security-Policy") == [
+        page.headers["Content-Security-Policy"]
+    ]
+    cookie = page.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/-/console" in cookie
+    api = await client.get("/api/_health")
+    assert api.headers["Content-Security-Policy"] == "default-src 'none'; frame-ancestors 'none'"
