@@ -28,7 +28,7 @@ from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.metrics import Metrics
 from host.query.conditions import Condition
-from host.query.params import SCHEMA_1_1, negotiate, parse_list_query, plain_query
+from host.query.params import LISTING_VERSIONS, negotiate, parse_list_query, plain_query
 from host.runtime import idempotency, resolve_actor, resolve_tenant
 from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
@@ -195,8 +195,8 @@ def create_app(
             )
         item = await reads.one(compiled, tenant, subject, scope)
         document = template.render_detail(tenant, generated_at, item)
-        if version == SCHEMA_1_1:
-            document = offer(detail_document(document, spec), offered)
+        if version in LISTING_VERSIONS:
+            document = offer(detail_document(document, spec, version, template), offered)
         return json_response(document)
 
     @app.post(f"{prefix}/actions/<fqn>")

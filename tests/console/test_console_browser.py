@@ -109,7 +109,7 @@ def test_create_filter_page_and_transition(browser: Any, server: Server, tenant:
     assert "Done: Start." in page.locator("main").inner_text()
     ticket = page.locator("tbody tr").first.locator("a").first.inner_text()
     page.goto(f"{server.base_url}/-/console/p/{DETAIL}/{ticket}")
-    assert "in_progress" in page.locator("dl.item").inner_text()
+    assert "In progress" in page.locator("dl.item .badge").inner_text()
     _shot(page, "detail")
 
 

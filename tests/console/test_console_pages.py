@@ -77,7 +77,15 @@ async def test_create_list_detail_and_transition(console_host: Host) -> None:
 
     detail = await console.get(f"/p/{DETAIL}/{ticket}")
     assert detail.status == 200
-    assert "in_progress" in detail.text and "12.50 EUR" in detail.text
+    assert "12.50 EUR" in detail.text
+    # the state as a badge from the 1.3.0 workflow metadata, and the diagram with it
+    assert '<dd><span class="badge badge-between">In progress</span></dd>' in detail.text
+    assert "Workflow of state" in detail.text
+    assert re.search(
+        r'<tr class="possible"><td><span class="badge badge-between">In progress'
+        r"</span> </td><td>resolve →</td>",
+        detail.text,
+    )
     assert 'name="in.title" value="Printer on fire"' in detail.text  # initialValues
 
 
