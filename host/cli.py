@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -254,6 +255,8 @@ def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> i
         return status
     command = serve_command(args.bind, args.workers, [a for a in rest if a != "--"])
     os.environ["TESSERA_SERVE_BIND"] = args.bind
+    # One key for every worker, so a console cookie signed by one is read by the others.
+    os.environ.setdefault("TESSERA_CONSOLE_SECRET", secrets.token_hex(32))
     served = dataclasses.replace(settings, serve_bind=args.bind)
     if console_enabled(served):
         print(f"console: {console_url(args.bind)}", flush=True)

@@ -84,6 +84,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             csrf=signer.csrf_token(current),
             widget_value=widget_value,
             cell=_cell,
+            possible=_possible,
             **context,
         )
         response = Response(html, status=status, content_type="text/html; charset=utf-8")
@@ -366,6 +367,15 @@ def _row_label(row: Mapping[str, Any]) -> str:
 def by(rows: Sequence[Any], attribute: str) -> Iterator[tuple[str, Iterator[Any]]]:
     """``rows`` (sorted) in runs of equal ``attribute``."""
     return itertools.groupby(rows, operator.attrgetter(attribute))
+
+
+def _possible(workflow: Mapping[str, Any] | None, fqn: str, row: Mapping[str, Any]) -> bool:
+    """Whether the 1.3.0 workflow lets action ``fqn`` start from the row's state (true for
+    actions that perform no transition, and when the row does not show its state)."""
+    if workflow is None or workflow["field"] not in row:
+        return True
+    sources = [t["from"] for t in workflow["transitions"] if fqn in t["actions"]]
+    return not sources or any(row[workflow["field"]] in found for found in sources)
 
 
 def _cell(field: Mapping[str, Any], value: Any) -> str:

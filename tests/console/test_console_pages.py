@@ -81,6 +81,9 @@ async def test_create_list_detail_and_transition(console_host: Host) -> None:
     # the state as a badge from the 1.3.0 workflow metadata, and the diagram with it
     assert '<dd><span class="badge badge-between">In progress</span></dd>' in detail.text
     assert "Workflow of state" in detail.text
+    # buttons for the steps the workflow allows from the row's state (and escalate, no step)
+    offered = re.findall(rf'aria-label="(\w+) {ticket}"', detail.text)
+    assert offered == ["Resolve", "Cancel", "Escalate"]
     assert re.search(
         r'<tr class="possible"><td><span class="badge badge-between">In progress'
         r"</span> </td><td>resolve →</td>",

@@ -100,11 +100,13 @@ def test_serve_execs_hypercorn(
     def execvp(file: str, args: list[str]) -> None:
         calls.append((file, args))
         binds.append(os.environ["TESSERA_SERVE_BIND"])
+        assert len(os.environ["TESSERA_CONSOLE_SECRET"]) == 64
 
     monkeypatch.setattr(os, "execvp", execvp)
     monkeypatch.setattr(cli, "check_bind", lambda bind: None)  # the ports may be taken here
     monkeypatch.delenv("TESSERA_SERVE_BIND", raising=False)  # restored after the test
     monkeypatch.delenv("TESSERA_CONSOLE", raising=False)
+    monkeypatch.delenv("TESSERA_CONSOLE_SECRET", raising=False)
     cli.main(["serve"])
     assert capsys.readouterr().out == "console: http://127.0.0.1:8000/-/console/\n"
     cli.main(["serve", "--bind", "0.0.0.0:9000", "--workers", "4", "--", "--access-logfile", "-"])
