@@ -36,6 +36,8 @@ __all__ = ["console_blueprint"]
 DEFAULT_PAGE_SIZE = 25
 PICKER_ROWS = 100
 LIST_KEYS = ("sort", "q", "pageSize")
+TRAIL = 20
+"""How many pages back "previous" can go (then "first page")."""
 
 
 def _subject_actions(document: Document) -> list[dict[str, Any]]:
@@ -146,33 +148,9 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
         if cursor:
             params.append(("cursor", cursor))
         document = await found.document(fqn, params)
-        earlier = args.getlist("back")
         kept = [(k, v) for k, v in args.items(multi=True) if k not in ("cursor", "back", "done")]
-        next_cursor = document["data"]["pagination"]["nextCursor"]
-        next_url = (
-            _url(
-                fqn,
-                [
-                    *kept,
-                    *[("back", b) for b in earlier],
-                    ("back", cursor or ""),
-                    ("cursor", next_cursor),
-                ],
-            )
-            if next_cursor
-            else None
-        )
-        previous_url = (
-            _url(
-                fqn,
-                [
-                    *kept,
-                    *[("back", b) for b in earlier[:-1]],
-                    *([("cursor", earlier[-1])] if earlier[-1] else []),
-                ],
-            )
-            if earlier
-            else None
+        next_url, previous_url = _paging(
+            fqn, kept, args.getlist("back"), cursor, document["data"]["pagination"]["nextCursor"]
         )
         creates = [a for a in document["actions"] if not a["subjectRequired"]]
         return await page(
@@ -186,7 +164,8 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             next_url=next_url,
             key=_key,
             previous_url=previous_url,
-            here=request.full_path,
+            first_url=_url(fqn, kept) if cursor else None,
+            here=_url(fqn, [*kept, *([("cursor", cursor)] if cursor else [])]),
             done=args.get("done"),
         )
 
@@ -392,6 +371,26 @@ def _cell(field: Mapping[str, Any], value: Any) -> str:
 def _key() -> str:
     """A fresh Idempotency-Key: one per drawn form, so a double click acts once."""
     return secrets.token_urlsafe(18)
+
+
+def _paging(
+    fqn: str,
+    kept: Sequence[tuple[str, str]],
+    earlier: Sequence[str],
+    cursor: str | None,
+    following: str | None,
+) -> tuple[str | None, str | None]:
+    """The links to the next and previous pages. Cursors only go forward, so the link to
+    the next page carries the cursors of the pages before it (``back``, at most
+    :data:`TRAIL` of them: the links stay short on page 1,000 too)."""
+    next_url = previous_url = None
+    if following:
+        trail = [*earlier, cursor or ""][-TRAIL:]
+        next_url = _url(fqn, [*kept, *[("back", b) for b in trail], ("cursor", following)])
+    if earlier:
+        where = [("cursor", earlier[-1])] if earlier[-1] else []
+        previous_url = _url(fqn, [*kept, *[("back", b) for b in earlier[:-1]], *where])
+    return next_url, previous_url
 
 
 def _url(fqn: str, params: Sequence[tuple[str, str]]) -> str:

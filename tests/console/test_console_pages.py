@@ -182,6 +182,7 @@ async def test_filter_sort_and_pages_by_cursor(console_host: Host) -> None:
     second = await console.get(next_url.group(1).replace("&amp;", "&")[len(CONSOLE) :])
     assert re.findall(r"<td>(T\d)</td>", second.text) == ["T4"]
     assert 'rel="next"' not in second.text
+    assert re.search(rf'href="{CONSOLE}/p/{QUEUE}\?[^"]*">First page</a>', second.text)
     previous = re.search(r'href="([^"]+)" rel="prev"', second.text)
     assert previous
     back = await console.get(previous.group(1).replace("&amp;", "&")[len(CONSOLE) :])
