@@ -119,6 +119,8 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
         try:
             readable = await found.readable()
         except TesseraError as error:
+            if act_as:  # a first visit on a developer's machine: say who to be
+                return await page("as.html", problem=None, welcome=True)
             return await page("home.html", groups=[], problem=explain(error))
         groups = [
             (

@@ -271,3 +271,35 @@ async def test_pages_load_their_stylesheet_and_the_api_keeps_its_policy(
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/-/console" in cookie
     api = await client.get("/api/_health")
     assert api.headers["Content-Security-Policy"] == "default-src 'none'; frame-ancestors 'none'"
+
+
+async def test_a_first_visit_on_loopback_asks_who_to_be(console_host: Host) -> None:
+    console = Console(console_host)
+    page = await console.get("/")
+    assert page.status == 200
+    assert "<h1>Welcome</h1>" in page.text and 'action="/-/console/as"' in page.text
+    await console.act_as("acme", "rita", "requester")
+    home = await console.get("/")
+    assert f'href="{CONSOLE}/p/{QUEUE}"' in home.text
+
+
+async def test_a_reference_input_is_a_picker_linking_to_the_target(
+    tessera: TesseraHarness,
+) -> None:
+    host = await tessera.start(
+        plugins=["helpdesk", "billing", "billing_helpdesk"], console="on", serve_bind="127.0.0.1"
+    )
+    staff = {"X-Tenant-ID": "acme", "X-Actor-Id": "carl", "X-Actor-Roles": "requester,clerk"}
+    console = Console(host, staff)
+    ticket = await _create(console, "Billable work", **{"in.billable": "true"})
+    form = await console.get("/new/billing.charge.list/billing.charge.create")
+    picker = re.search(r'<select id="in-ticket" name="in.ticket">(.*?)</select>', form.text, re.S)
+    assert picker and f'<option value="{ticket}">Billable work ({ticket})</option>' in picker[1]
+    fields = {"in.ticket": ticket, "in.hours": "2", "in.amount": "80.00"}
+    done = await console.submit(form, "/run/billing.charge.list/billing.charge.create", fields)
+    assert done.status == 303, done.text
+    listing = await console.get("/p/billing.charge.list")
+    target = re.search(rf'href="{CONSOLE}/p/(helpdesk\.ticket\.\w+)/{ticket}"', listing.text)
+    assert target, listing.text
+    detail = await console.get(f"/p/{target[1]}/{ticket}")
+    assert detail.status == 200 and "Billable work" in detail.text
