@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import itertools
-import json
 import operator
-import secrets
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,8 +13,19 @@ from werkzeug.datastructures import MultiDict
 from werkzeug.sansio.response import Response as BaseResponse
 
 from host.config import Settings
-from host.console.documents import Answers, Catalogue, Document, projection_names
-from host.console.forms import changed_inputs, filter_params, form_inputs, widget_value
+from host.console.actions import (
+    action_of,
+    buttons,
+    new_key,
+    perform,
+    pickers,
+    possible,
+    reference_links,
+    subject_actions,
+)
+from host.console.documents import Answers, Catalogue, projection_names
+from host.console.forms import filter_params, widget_value
+from host.console.navigation import list_url, paging, safe_back
 from host.console.session import (
     COOKIE,
     Session,
@@ -29,24 +38,12 @@ from host.console.session import (
 from host.console.settings import CONSOLE_PATH, loopback_bind
 from host.console.words import explain
 from host.runtime.actor import parse_roles
-from plugin_api.errors import BadRequest, ConcurrencyConflict, NotFound, PolicyDenied, TesseraError
+from plugin_api.errors import BadRequest, NotFound, PolicyDenied, TesseraError
 
 __all__ = ["console_blueprint"]
 
 DEFAULT_PAGE_SIZE = 25
-PICKER_ROWS = 100
 LIST_KEYS = ("sort", "q", "pageSize")
-TRAIL = 20
-"""How many pages back "previous" can go (then "first page")."""
-
-
-def _subject_actions(document: Document) -> list[dict[str, Any]]:
-    return [a for a in document["actions"] if a["subjectRequired"]]
-
-
-def _buttons(document: Document) -> list[dict[str, Any]]:
-    """Actions a row can run with one click: a subject and no inputs (transitions)."""
-    return [a for a in _subject_actions(document) if not a["inputs"]]
 
 
 def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
@@ -86,7 +83,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             csrf=signer.csrf_token(current),
             widget_value=widget_value,
             cell=_cell,
-            possible=_possible,
+            possible=possible,
             **context,
         )
         response = Response(html, status=status, content_type="text/html; charset=utf-8")
@@ -122,17 +119,10 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             if act_as:  # a first visit on a developer's machine: say who to be
                 return await page("as.html", problem=None, welcome=True)
             return await page("home.html", groups=[], problem=explain(error))
+        ordered = sorted(readable, key=lambda r: (r.plugin, r.entity, r.fqn))
         groups = [
-            (
-                plugin,
-                [
-                    (entity, list(items))
-                    for entity, items in itertools.groupby(rows, lambda r: r.entity)
-                ],
-            )
-            for plugin, rows in itertools.groupby(
-                sorted(readable, key=lambda r: (r.plugin, r.entity, r.fqn)), lambda r: r.plugin
-            )
+            (plugin, [(entity, list(rows)) for entity, rows in _runs(in_plugin, "entity")])
+            for plugin, in_plugin in _runs(ordered, "plugin")
         ]
         return await page("home.html", groups=groups, problem=None)
 
@@ -151,7 +141,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             params.append(("cursor", cursor))
         document = await found.document(fqn, params)
         kept = [(k, v) for k, v in args.items(multi=True) if k not in ("cursor", "back", "done")]
-        next_url, previous_url = _paging(
+        next_url, previous_url = paging(
             fqn, kept, args.getlist("back"), cursor, document["data"]["pagination"]["nextCursor"]
         )
         creates = [a for a in document["actions"] if not a["subjectRequired"]]
@@ -160,14 +150,14 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             fqn=fqn,
             document=document,
             args=args,
-            buttons=_buttons(document),
+            buttons=buttons(document),
             creates=creates,
-            links=await _links(found, document),
+            links=await reference_links(found, document),
             next_url=next_url,
-            key=_key,
+            key=new_key,
             previous_url=previous_url,
-            first_url=_url(fqn, kept) if cursor else None,
-            here=_url(fqn, [*kept, *([("cursor", cursor)] if cursor else [])]),
+            first_url=list_url(fqn, kept) if cursor else None,
+            here=list_url(fqn, [*kept, *([("cursor", cursor)] if cursor else [])]),
             done=args.get("done"),
         )
 
@@ -178,19 +168,19 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
         item = document["data"]["item"]
         if item is None:
             raise NotFound(f"No row {subject!r} in {fqn} for this tenant")
-        forms = [a for a in _subject_actions(document) if a["inputs"]]
-        pickers = {a["fqn"]: await _pickers(found, a["inputs"]) for a in forms}
+        forms = [a for a in subject_actions(document) if a["inputs"]]
+        choices = {a["fqn"]: await pickers(found, a["inputs"]) for a in forms}
         return await page(
             "detail.html",
             fqn=fqn,
             subject=subject,
             document=document,
             item=item,
-            buttons=_buttons(document),
+            buttons=buttons(document),
             forms=forms,
-            pickers=pickers,
-            links=await _links(found, document),
-            key=_key,
+            pickers=choices,
+            links=await reference_links(found, document),
+            key=new_key,
             here=request.full_path,
             done=request.args.get("done"),
         )
@@ -199,17 +189,17 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
     async def create_form(fqn: str, action: str) -> Response:
         found = catalogue()
         document = await found.document(fqn, [("pageSize", "1")])
-        descriptor = _action(document, action)
+        descriptor = action_of(document, action)
         return await page(
             "action.html",
             fqn=fqn,
             subject=None,
             action=descriptor,
             values={},
-            pickers=await _pickers(found, descriptor["inputs"]),
-            key=_key(),
+            pickers=await pickers(found, descriptor["inputs"]),
+            key=new_key(),
             problem=None,
-            back=_back(request.args.get("back"), fqn),
+            back=safe_back(request.args.get("back"), fqn),
         )
 
     @pages.post("/run/<fqn>/<action>")
@@ -217,14 +207,14 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
         form = await checked_form()
         found = catalogue()
         subject = form.get("_subject") or None
-        back = _back(form.get("_back"), fqn)
+        back = safe_back(form.get("_back"), fqn)
         params = [("subject", subject)] if subject else [("pageSize", "1")]
         document = await found.document(fqn, params)
-        descriptor = _action(document, action)
-        key = form.get("_key") or _key()
+        descriptor = action_of(document, action)
+        key = form.get("_key") or new_key()
         values = {k[3:]: v for k, v in form.items() if k.startswith("in.")}
         try:
-            outputs = await _perform(found, document, descriptor, subject, form, key)
+            outputs = await perform(found, document, descriptor, subject, form, key)
         except TesseraError as error:
             return await page(
                 "action.html",
@@ -233,7 +223,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
                 subject=subject,
                 action=descriptor,
                 values=values,
-                pickers=await _pickers(found, descriptor["inputs"]),
+                pickers=await pickers(found, descriptor["inputs"]),
                 key=key,
                 problem=explain(error),
                 back=back,
@@ -270,93 +260,9 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
     return pages
 
 
-async def _perform(
-    found: Catalogue,
-    document: Document,
-    descriptor: Mapping[str, Any],
-    subject: str | None,
-    form: Mapping[str, str],
-    key: str,
-) -> dict[str, Any]:
-    """Run the action of a submitted form; an update sends only what changed, and refuses a
-    form whose row changed since it was drawn (the ``_version`` it showed)."""
-    inputs = descriptor["inputs"]
-    if "initialValues" in descriptor:
-        initial = json.loads(form.get("_initial") or "{}")
-        seen = form.get("_version")
-        item = document["data"]["item"] or {}
-        if seen and "_version" in item and item["_version"] != seen:
-            raise ConcurrencyConflict("The row was modified since the form was drawn")
-        values = changed_inputs(inputs, form, initial)
-    else:
-        values = form_inputs(inputs, form)
-    body: dict[str, Any] = {"inputs": values}
-    if subject is not None:
-        body["subject"] = {
-            "tenantId": document["metadata"]["tenant"],
-            "entityFqn": document["metadata"]["entity"],
-            "identityHandle": subject,
-        }
-    answer = await found.act(descriptor["fqn"], body, key)
-    outputs: dict[str, Any] = answer.get("outputs") or {}
-    return outputs
-
-
-def _action(document: Document, fqn: str) -> dict[str, Any]:
-    for descriptor in document["actions"]:
-        if descriptor["fqn"] == fqn:
-            found: dict[str, Any] = descriptor
-            return found
-    raise NotFound(f"The document offers no action {fqn!r} here")
-
-
-async def _links(found: Catalogue, document: Document) -> dict[str, str]:
-    """For each reference field: the projection its values link to (when one is readable)."""
-    links = {}
-    for field in document["fields"]:
-        if field["type"] == "reference":
-            target = await found.projection_of(field["typeOptions"]["entity"])
-            if target is not None:
-                links[field["name"]] = target
-    return links
-
-
-async def _pickers(
-    found: Catalogue, inputs: Sequence[Mapping[str, Any]]
-) -> dict[str, tuple[str, list[tuple[str, str]]]]:
-    """For each reference input: (target projection, [(id, label)]) of its first rows."""
-    pickers = {}
-    for descriptor in inputs:
-        if descriptor["type"] != "reference":
-            continue
-        target = await found.projection_of(descriptor["typeOptions"]["entity"])
-        if target is None:
-            continue
-        document = await found.document(target, [("pageSize", str(PICKER_ROWS))])
-        choices = [(row["id"], _row_label(row)) for row in document["data"]["items"]]
-        pickers[descriptor["name"]] = (target, choices)
-    return pickers
-
-
-def _row_label(row: Mapping[str, Any]) -> str:
-    for name, value in row.items():
-        if name != "id" and isinstance(value, str) and not name.startswith("_"):
-            return f"{value} ({row['id']})"
-    return str(row["id"])
-
-
-def by(rows: Sequence[Any], attribute: str) -> Iterator[tuple[str, Iterator[Any]]]:
-    """``rows`` (sorted) in runs of equal ``attribute``."""
+def _runs(rows: Iterable[Any], attribute: str) -> Iterator[tuple[str, Iterator[Any]]]:
+    """``rows`` (sorted) in runs of an equal ``attribute``."""
     return itertools.groupby(rows, operator.attrgetter(attribute))
-
-
-def _possible(workflow: Mapping[str, Any] | None, fqn: str, row: Mapping[str, Any]) -> bool:
-    """Whether the 1.3.0 workflow lets action ``fqn`` start from the row's state (true for
-    actions that perform no transition, and when the row does not show its state)."""
-    if workflow is None or workflow["field"] not in row:
-        return True
-    sources = [t["from"] for t in workflow["transitions"] if fqn in t["actions"]]
-    return not sources or any(row[workflow["field"]] in found for found in sources)
 
 
 def _cell(field: Mapping[str, Any], value: Any) -> str:
@@ -368,43 +274,6 @@ def _cell(field: Mapping[str, Any], value: Any) -> str:
     if field["type"] == "boolean":
         return "yes" if value else "no"
     return str(value)
-
-
-def _key() -> str:
-    """A fresh Idempotency-Key: one per drawn form, so a double click acts once."""
-    return secrets.token_urlsafe(18)
-
-
-def _paging(
-    fqn: str,
-    kept: Sequence[tuple[str, str]],
-    earlier: Sequence[str],
-    cursor: str | None,
-    following: str | None,
-) -> tuple[str | None, str | None]:
-    """The links to the next and previous pages. Cursors only go forward, so the link to
-    the next page carries the cursors of the pages before it (``back``, at most
-    :data:`TRAIL` of them: the links stay short on page 1,000 too)."""
-    next_url = previous_url = None
-    if following:
-        trail = [*earlier, cursor or ""][-TRAIL:]
-        next_url = _url(fqn, [*kept, *[("back", b) for b in trail], ("cursor", following)])
-    if earlier:
-        where = [("cursor", earlier[-1])] if earlier[-1] else []
-        previous_url = _url(fqn, [*kept, *[("back", b) for b in earlier[:-1]], *where])
-    return next_url, previous_url
-
-
-def _url(fqn: str, params: Sequence[tuple[str, str]]) -> str:
-    query = urlencode(params)
-    return f"{CONSOLE_PATH}/p/{fqn}" + (f"?{query}" if query else "")
-
-
-def _back(value: str | None, fqn: str) -> str:
-    """Where to go after a form: a console page only (never another site)."""
-    if value and value.startswith(CONSOLE_PATH + "/") and "//" not in value and "\\" not in value:
-        return value.split("&done=")[0].split("?done=")[0]
-    return f"{CONSOLE_PATH}/p/{fqn}"
 
 
 def _set_cookie(response: BaseResponse, value: str) -> None:

@@ -71,6 +71,7 @@ async def test_create_list_detail_and_transition(console_host: Host) -> None:
 
     moved = await console.submit(listing, start, {})
     assert moved.status == 303, moved.text
+    assert moved.location == f"{CONSOLE}/p/{QUEUE}?done=Start"  # back where it was
     after = await console_host.client(tenant="t1").projection(DETAIL, subject=ticket)
     assert after.json["data"]["item"]["state"] == "in_progress"
     assert after.json["data"]["item"]["assignee"] == "alice"
