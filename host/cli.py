@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
+import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import TextIO
 
 from host import __version__, cli_events, cli_migrate, diagrams, scaffold
 from host.config import Settings
+from host.console.settings import console_enabled, console_url
 from host.errors import StartupError
 from host.graph import GraphError, compile_graph
 from host.graph.model import Graph
@@ -260,6 +263,12 @@ def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> i
     if status:
         return status
     command = serve_command(args.bind, args.workers, [a for a in rest if a != "--"])
+    os.environ["TESSERA_SERVE_BIND"] = args.bind
+    # One key for every worker, so a console cookie signed by one is read by the others.
+    os.environ.setdefault("TESSERA_CONSOLE_SECRET", secrets.token_hex(32))
+    served = dataclasses.replace(settings, serve_bind=args.bind)
+    if console_enabled(served):
+        print(f"console: {console_url(args.bind)}", flush=True)
     sys.stdout.flush()
     os.execvp(command[0], command)
     return 0  # pragma: no cover - execvp does not return

@@ -84,6 +84,13 @@ def _parse_pointer(raw: str) -> str:
     return value
 
 
+def _parse_console(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in {"on", "off", "auto"}:
+        raise ValueError(f"expected 'on', 'off' or 'auto', got {raw!r}")
+    return value
+
+
 def _parse_prefix(raw: str) -> str:
     prefix = "/" + raw.strip().strip("/")
     return "" if prefix == "/" else prefix
@@ -258,6 +265,24 @@ class Settings:
         'JSON array of webhook endpoints {"url", "secret", "events": [patterns]}; a pattern '
         "is an action FQN or a prefix ending in '*'. Events are POSTed signed "
         "(docs/events.md).",
+    )
+    console: str = _setting(
+        "auto",
+        _parse_console,
+        "The HTML console at /-/console (docs/console.md): 'on', 'off', or 'auto' (on "
+        "when `tessera serve` binds a loopback address only, off otherwise).",
+    )
+    console_secret: str = _setting(
+        "",
+        str.strip,
+        "Key signing the console's cookies (identity chosen with 'act as', CSRF tokens); "
+        "empty: a random key per process (set one when serving with several workers).",
+    )
+    serve_bind: str = _setting(
+        "",
+        str.strip,
+        "The address `tessera serve --bind` gave (set by the command itself): the console "
+        "is on by default and may 'act as' anyone only when it is a loopback address.",
     )
 
     auth_mode: str = _setting(

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from quart import Quart, Response, request
+from werkzeug.datastructures import Headers, MultiDict
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from host import jsonio
 from host.auth import identity_for
 from host.config import Settings
+from host.console import Answers, console_enabled, mount_console
 from host.errors import StartupError
 from host.fieldtypes import now_db, render_datetime
 from host.graph import Graph, build_graph
@@ -27,7 +29,7 @@ from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.metrics import Metrics
 from host.query.conditions import Condition
-from host.query.params import SCHEMA_1_1, negotiate, parse_list_query, plain_query
+from host.query.params import LISTING_VERSIONS, negotiate, parse_list_query, plain_query
 from host.runtime import idempotency
 from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
@@ -154,7 +156,11 @@ def create_app(
 
     @app.get(f"{prefix}/projections/<fqn>")
     async def projection(fqn: str) -> Response:
-        headers = request.headers
+        return await projection_answer(fqn, request.args, request.headers)
+
+    async def projection_answer(fqn: str, args: MultiDict[str, str], headers: Headers) -> Response:
+        """The answer of ``GET {prefix}/projections/{fqn}`` for these arguments and headers
+        (the console renders its pages from it, in process)."""
         tenant = await identity.tenant(headers)
         template = templates.get(fqn)
         if template is None:
@@ -162,7 +168,7 @@ def create_app(
         compiled = template.projection
         reads = service().reads
         spec = reads.spec(fqn)
-        subject = request.args.get("subject")
+        subject = args.get("subject")
         scope: tuple[Condition, ...] = ()
         offered: frozenset[str] | None = None
         if compiled.definition.access is not None:  # docs/http.md, "Read access"
@@ -170,14 +176,14 @@ def create_app(
             scope = await gate.conditions(compiled, actor, spec, subject)
             offered = offered_actions(compiled, actor)
         generated_at = str(render_datetime(now_db()))
-        version = negotiate(request.args.getlist("acceptSchemaVersions"))
+        version = negotiate(args.getlist("acceptSchemaVersions"))
         if subject is None:
             chunk_rows = settings.list_chunk_rows
-            query = parse_list_query(request.args, spec, version, tenant, reads.cursors, scope)
+            query = parse_list_query(args, spec, version, tenant, reads.cursors, scope)
             if query is not None:  # list parameters or 1.1.0 (docs/http.md, "Lists")
                 query = dataclasses.replace(query, offered=offered)
-                args = (reads, template, compiled, query, tenant, generated_at, chunk_rows)
-                return await list_response(*args)
+                parts = (reads, template, compiled, query, tenant, generated_at, chunk_rows)
+                return await list_response(*parts)
             listing = await reads.every_row(compiled, tenant, plain_query(scope), chunk_rows)
             if listing.rest is None:
                 return json_response(template.render_list(tenant, generated_at, listing.first))
@@ -189,17 +195,20 @@ def create_app(
             )
         item = await reads.one(compiled, tenant, subject, scope)
         document = template.render_detail(tenant, generated_at, item)
-        if version == SCHEMA_1_1:
-            document = offer(detail_document(document, spec), offered)
+        if version in LISTING_VERSIONS:
+            document = offer(detail_document(document, spec, version, template), offered)
         return json_response(document)
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:
+        return await counted(fqn, lambda: run_action(fqn))
+
+    async def counted(fqn: str, answer: Callable[[], Awaitable[Response]]) -> Response:
         if metrics is None:
-            return await run_action(fqn)
+            return await answer()
         label = metrics.action_label(fqn)
         try:
-            response = await run_action(fqn)
+            response = await answer()
         except Exception as error:
             metrics.outcomes.labels(label, getattr(error, "kind", "InternalError")).inc()
             raise
@@ -212,7 +221,13 @@ def create_app(
         # it, and the client's next request on that connection fails.
         raw = await request.get_data(cache=False, as_text=False)
         assert isinstance(raw, bytes)
-        headers = request.headers
+        return await action_answer(fqn, raw, request.headers)
+
+    async def console_action(fqn: str, raw: bytes, headers: Headers) -> Response:
+        return await counted(fqn, lambda: action_answer(fqn, raw, headers))
+
+    async def action_answer(fqn: str, raw: bytes, headers: Headers) -> Response:
+        """The answer of ``POST {prefix}/actions/{fqn}`` for this body and these headers."""
         actor = await identity.actor(headers, require_actor_id=settings.require_actor_id)
         if settings.require_json_content_type:
             require_json(headers.getlist("Content-Type"))
@@ -234,6 +249,13 @@ def create_app(
         if replayed:
             response.headers["Idempotent-Replayed"] = "true"
         return response
+
+    if console_enabled(settings):
+        mount_console(
+            app,
+            settings,
+            Answers(projection_answer, console_action, openapi_document, identity.actor),
+        )
 
     @app.errorhandler(TesseraError)
     async def taxonomy_error(error: TesseraError) -> Response:

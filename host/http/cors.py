@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from ulid import ULID
@@ -38,6 +38,20 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"referrer-policy", b"no-referrer"),
 )
 """Tenant data is private to its identity (no caching, no sniffing, never framed)."""
+_POLICY = b"content-security-policy"
+
+
+def _security_headers(
+    sent: Iterable[tuple[bytes, bytes]], base: tuple[tuple[bytes, bytes], ...]
+) -> Iterable[tuple[bytes, bytes]]:
+    """The security headers ``base``; a response that sets its own Content-Security-Policy
+    (the console's HTML pages, which load their stylesheet) keeps it."""
+    own = [value for name, value in sent if name.lower() == _POLICY]
+    if not own:
+        return base
+    return [(name, own[0] if name == _POLICY else value) for name, value in base]
+
+
 _FIXED_HEADERS = CORS_HEADERS + SECURITY_HEADERS
 _FIXED_NAMES = frozenset(name for name, _ in _FIXED_HEADERS)
 ALLOW_HEADERS_WITH_KEY = b"Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles, Idempotency-Key"
@@ -154,10 +168,10 @@ class CorsMiddleware:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 response_started = True
-                headers = [
-                    (k, v) for k, v in message.get("headers", ()) if k.lower() not in _FIXED_NAMES
-                ]
-                message["headers"] = [*headers, *cors_headers, *security_headers, id_header]
+                sent = list(message.get("headers", ()))
+                headers = [(k, v) for k, v in sent if k.lower() not in _FIXED_NAMES]
+                security = _security_headers(sent, security_headers)
+                message["headers"] = [*headers, *cors_headers, *security, id_header]
                 if not body_read or (
                     scope.get("http_version", "1.1")[0] == "1" and self._draining()
                 ):

@@ -1,8 +1,9 @@
-"""The list and detail documents of a list request, at ViewSchema 1.0.0 or 1.1.0.
+"""The list and detail documents of a list request, at ViewSchema 1.0.0, 1.1.0 or 1.3.0.
 
 Built on :class:`host.http.viewschema.ViewSchemaTemplate`: a 1.0.0 document is the template's
 with the page's ``pagination``; a 1.1.0 document adds ``filters`` descriptors, ``sort``,
-``search`` and ``pagination.maxPageSize`` (docs/http.md, "ViewSchema 1.1.0").
+``search`` and ``pagination.maxPageSize`` (docs/http.md, "ViewSchema 1.1.0"); a 1.3.0 document
+adds ``workflow`` (:mod:`host.http.workflow`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 
 from host import jsonio
 from host.http.viewschema import ViewSchemaTemplate, humanise
-from host.query.params import SCHEMA_1_1, ListQuery
+from host.http.workflow import workflow_descriptor
+from host.query.params import LISTING_VERSIONS, SCHEMA_1_3, ListQuery
 from host.query.spec import ListSpec
 from host.systemfields import SYSTEM
 
@@ -39,10 +41,16 @@ def _filters(spec: ListSpec) -> list[dict[str, Any]]:
     return descriptors
 
 
-def _upgrade(document: dict[str, Any], spec: ListSpec, query: ListQuery | None) -> dict[str, Any]:
-    """The 1.1.0 keys, in place; ``data`` stays the last key."""
+def _upgrade(
+    document: dict[str, Any],
+    spec: ListSpec,
+    query: ListQuery | None,
+    version: str,
+    template: ViewSchemaTemplate,
+) -> dict[str, Any]:
+    """The keys of ``version`` (1.1.0 or later), in place; ``data`` stays the last key."""
     data = document.pop("data")
-    document["schemaVersion"] = SCHEMA_1_1
+    document["schemaVersion"] = version
     document["filters"] = _filters(spec)
     sort = spec.default_sort if query is None else query.sort
     document["sort"] = {
@@ -55,13 +63,15 @@ def _upgrade(document: dict[str, Any], spec: ListSpec, query: ListQuery | None) 
             "fields": [column.name for column in spec.search],
             "active": None if query is None else query.q,
         }
+    if version == SCHEMA_1_3:
+        document["workflow"] = workflow_descriptor(template.projection)
     document["data"] = data
     return document
 
 
 def _pagination(spec: ListSpec, query: ListQuery, size: int, cursor: str | None) -> dict[str, Any]:
     pagination: dict[str, Any] = {"pageSize": size, "nextCursor": cursor}
-    if query.version == SCHEMA_1_1:
+    if query.version in LISTING_VERSIONS:
         pagination["maxPageSize"] = spec.max_page_size
     return pagination
 
@@ -77,9 +87,9 @@ def _head(
     template: ViewSchemaTemplate, spec: ListSpec, query: ListQuery, tenant: str, generated_at: str
 ) -> dict[str, Any]:
     document = template.render_list(tenant, generated_at, [])
-    if query.version != SCHEMA_1_1:
+    if query.version not in LISTING_VERSIONS:
         return document
-    return offer(_upgrade(document, spec, query), query.offered)
+    return offer(_upgrade(document, spec, query, query.version, template), query.offered)
 
 
 def list_document(
@@ -129,6 +139,9 @@ def list_stream(
     return stream()
 
 
-def detail_document(document: dict[str, Any], spec: ListSpec) -> dict[str, Any]:
-    """A detail document at 1.1.0: the projection's list declarations, nothing active."""
-    return _upgrade(document, spec, None)
+def detail_document(
+    document: dict[str, Any], spec: ListSpec, version: str, template: ViewSchemaTemplate
+) -> dict[str, Any]:
+    """A detail document at ``version`` (1.1.0 or later): the projection's list
+    declarations, nothing active."""
+    return _upgrade(document, spec, None, version, template)

@@ -22,7 +22,7 @@ from host.graph.model import CompiledAction, CompiledProjection, Graph
 from host.http.cors import ALLOW_HEADERS_WITH_KEY, CORS_HEADERS, SECURITY_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
 from host.http.viewschema import LOCALE, SCHEMA_VERSION, TARGET_PROFILE
-from host.query.params import SCHEMA_1_1
+from host.query.params import SCHEMA_1_1, SCHEMA_1_3
 from host.query.spec import list_spec
 from host.systemfields import SYSTEM
 from plugin_api import errors as e
@@ -751,9 +751,39 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
         },
         ["field", "label", "type", "operators"],
     ),
+    "WorkflowDescriptor": object_schema(
+        {
+            "field": {"type": "string"},
+            "initial": {"type": "string"},
+            "states": {
+                "type": "array",
+                "items": object_schema(
+                    {
+                        "name": {"type": "string"},
+                        "label": {"type": "string"},
+                        "final": {"type": "boolean"},
+                    },
+                    ["name", "label", "final"],
+                ),
+            },
+            "transitions": {
+                "type": "array",
+                "items": object_schema(
+                    {
+                        "name": {"type": "string"},
+                        "from": {"type": "array", "items": {"type": "string"}},
+                        "to": {"type": "string"},
+                        "actions": {"type": "array", "items": {"type": "string"}},
+                    },
+                    ["name", "from", "to", "actions"],
+                ),
+            },
+        },
+        ["field", "initial", "states", "transitions"],
+    ),
     "ViewSchema": object_schema(
         {
-            "schemaVersion": {"enum": [SCHEMA_VERSION, SCHEMA_1_1]},
+            "schemaVersion": {"enum": [SCHEMA_VERSION, SCHEMA_1_1, SCHEMA_1_3]},
             "targetProfile": {"const": TARGET_PROFILE},
             "metadata": object_schema(
                 {
@@ -787,6 +817,10 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
                 },
                 ["fields", "active"],
             ),
+            "workflow": {
+                "anyOf": [_ref("schemas", "WorkflowDescriptor"), {"type": "null"}],
+                "description": f"At {SCHEMA_1_3}: the entity's workflow (null without one).",
+            },
             "data": {"anyOf": [{"type": "object"}, {"type": "null"}]},
         },
         ["schemaVersion", "targetProfile", "metadata", "fields", "actions", "filters", "data"],
@@ -858,7 +892,8 @@ _PARAMETERS: Final[Mapping[str, Any]] = {
         "description": (
             f"Comma-separated ViewSchema versions: {SCHEMA_1_1} when listed (adds `filters` "
             f"descriptors, `sort`, `search` and `pagination.maxPageSize`, and a projection's "
-            f"default page size; docs/http.md), otherwise {SCHEMA_VERSION}, as in v0.1."
+            f"default page size; docs/http.md); {SCHEMA_1_3} when listed adds `workflow` "
+            f"to those; otherwise {SCHEMA_VERSION}, as in v0.1."
         ),
         "schema": {"type": "string"},
     },

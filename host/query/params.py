@@ -29,6 +29,9 @@ __all__ = [
 
 SCHEMA_1_0: Final = "1.0.0"
 SCHEMA_1_1: Final = "1.1.0"
+SCHEMA_1_3: Final = "1.3.0"
+LISTING_VERSIONS: Final = frozenset({SCHEMA_1_1, SCHEMA_1_3})
+"""The versions whose documents carry the list declarations of 1.1.0 (and its paging)."""
 LIST_PARAMETERS: Final = ("pageSize", "cursor", "sort", "q")
 FILTER_PREFIX: Final = "filter."
 IN_MAX_VALUES: Final = 100
@@ -92,9 +95,12 @@ def plain_query(
 
 def negotiate(values: Sequence[str]) -> str:
     """The ViewSchema version for ``acceptSchemaVersions`` (comma-separated, possibly
-    repeated): ``1.1.0`` when listed, otherwise ``1.0.0`` as in v0.1."""
+    repeated): the newest listed of ``1.3.0`` and ``1.1.0``, otherwise ``1.0.0`` as in v0.1."""
     listed = {token.strip() for value in values for token in value.split(",")}
-    return SCHEMA_1_1 if SCHEMA_1_1 in listed else SCHEMA_1_0
+    for version in (SCHEMA_1_3, SCHEMA_1_1):
+        if version in listed:
+            return version
+    return SCHEMA_1_0
 
 
 def binding(
@@ -212,7 +218,7 @@ def parse_list_query(
         page_size = _page_size(size_text, spec)
     elif token is not None:
         page_size = spec.default_page_size or spec.max_page_size
-    elif version == SCHEMA_1_1:
+    elif version in LISTING_VERSIONS:
         page_size = spec.default_page_size
     else:
         page_size = None

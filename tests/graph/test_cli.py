@@ -91,16 +91,27 @@ def test_malformed_setting_exits_2(
     assert "TESSERA_MAX_BODY_BYTES" in capsys.readouterr().err
 
 
-def test_serve_execs_hypercorn(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_execs_hypercorn(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     calls: list[tuple[str, list[str]]] = []
+    binds: list[str] = []
 
     def execvp(file: str, args: list[str]) -> None:
         calls.append((file, args))
+        binds.append(os.environ["TESSERA_SERVE_BIND"])
+        assert len(os.environ["TESSERA_CONSOLE_SECRET"]) == 64
 
     monkeypatch.setattr(os, "execvp", execvp)
     monkeypatch.setattr(cli, "check_bind", lambda bind: None)  # the ports may be taken here
+    monkeypatch.delenv("TESSERA_SERVE_BIND", raising=False)  # restored after the test
+    monkeypatch.delenv("TESSERA_CONSOLE", raising=False)
+    monkeypatch.delenv("TESSERA_CONSOLE_SECRET", raising=False)
     cli.main(["serve"])
+    assert capsys.readouterr().out == "console: http://127.0.0.1:8000/-/console/\n"
     cli.main(["serve", "--bind", "0.0.0.0:9000", "--workers", "4", "--", "--access-logfile", "-"])
+    assert capsys.readouterr().out == ""  # the console is off by default off loopback
+    assert binds == ["127.0.0.1:8000", "0.0.0.0:9000"]
     python = sys.executable
     assert calls == [
         (python, [python, "-m", "hypercorn", "--bind", "127.0.0.1:8000", "--workers", "1",
