@@ -182,6 +182,16 @@ class ServiceUnavailable(TesseraError):
     default_message = "Not ready"
 
 
+class DryRunUnsupported(TesseraError):
+    """422: a dry run (``?dryRun=true``) of an action whose effect is not declared safe to
+    dry-run (:func:`plugin_api.dry_run_safe`); nothing ran. Not in the v0.1 spec's table
+    (dry runs are an addition, docs/http.md)."""
+
+    status = 422
+    kind = "DryRunUnsupported"
+    default_message = "This action cannot be dry-run"
+
+
 ALL_ERRORS: tuple[type[TesseraError], ...] = (
     BadRequest,
     PolicySubjectRequired,
@@ -205,6 +215,7 @@ ALL_ERRORS: tuple[type[TesseraError], ...] = (
 EXTENDED_ERRORS: tuple[type[TesseraError], ...] = (
     UnsupportedMediaType,
     IdempotencyKeyReused,
+    DryRunUnsupported,
     ServiceUnavailable,
 )
 """The errors the host answers with beyond the spec's table (not in the v0.1 spec), by status."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from host import jsonio
 from host.http.viewschema import ViewSchemaTemplate, humanise
-from host.query.params import SCHEMA_1_1, ListQuery
+from host.query.params import SCHEMA_1_1, ListQuery, at_least
 from host.query.spec import ListSpec
 from host.systemfields import SYSTEM
 
@@ -39,10 +39,13 @@ def _filters(spec: ListSpec) -> list[dict[str, Any]]:
     return descriptors
 
 
-def _upgrade(document: dict[str, Any], spec: ListSpec, query: ListQuery | None) -> dict[str, Any]:
-    """The 1.1.0 keys, in place; ``data`` stays the last key."""
+def _upgrade(
+    document: dict[str, Any], spec: ListSpec, query: ListQuery | None, version: str = SCHEMA_1_1
+) -> dict[str, Any]:
+    """The 1.1.0 keys (in a document of ``version``, 1.1.0 or later), in place; ``data``
+    stays the last key."""
     data = document.pop("data")
-    document["schemaVersion"] = SCHEMA_1_1
+    document["schemaVersion"] = version if query is None else query.version
     document["filters"] = _filters(spec)
     sort = spec.default_sort if query is None else query.sort
     document["sort"] = {
@@ -61,7 +64,7 @@ def _upgrade(document: dict[str, Any], spec: ListSpec, query: ListQuery | None) 
 
 def _pagination(spec: ListSpec, query: ListQuery, size: int, cursor: str | None) -> dict[str, Any]:
     pagination: dict[str, Any] = {"pageSize": size, "nextCursor": cursor}
-    if query.version == SCHEMA_1_1:
+    if at_least(query.version, SCHEMA_1_1):
         pagination["maxPageSize"] = spec.max_page_size
     return pagination
 
@@ -77,7 +80,7 @@ def _head(
     template: ViewSchemaTemplate, spec: ListSpec, query: ListQuery, tenant: str, generated_at: str
 ) -> dict[str, Any]:
     document = template.render_list(tenant, generated_at, [])
-    if query.version != SCHEMA_1_1:
+    if not at_least(query.version, SCHEMA_1_1):
         return document
     return offer(_upgrade(document, spec, query), query.offered)
 
@@ -129,6 +132,9 @@ def list_stream(
     return stream()
 
 
-def detail_document(document: dict[str, Any], spec: ListSpec) -> dict[str, Any]:
-    """A detail document at 1.1.0: the projection's list declarations, nothing active."""
-    return _upgrade(document, spec, None)
+def detail_document(
+    document: dict[str, Any], spec: ListSpec, version: str = SCHEMA_1_1
+) -> dict[str, Any]:
+    """A detail document at ``version`` (1.1.0 or later): the projection's list
+    declarations, nothing active."""
+    return _upgrade(document, spec, None, version)

@@ -30,15 +30,17 @@ from plugin_api import (
     UpdateAction,
     Workflow,
     WorkflowStateMismatch,
+    dry_run_safe,
     hookimpl,
 )
 
 # docs:end helpdesk-imports
 from tessera_helpdesk import notify
 
-TESSERA_PLUGIN_API = "1.6"
+TESSERA_PLUGIN_API = "1.7"
 """The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``, ``ListOptions``; 1.5: event
-subscribers; 1.6: ``Condition`` with ``operator``, the one condition type)."""
+subscribers; 1.6: ``Condition`` with ``operator``, the one condition type; 1.7:
+``dry_run_safe``)."""
 
 TICKET = "helpdesk.ticket"
 EDITABLE = ("title", "description", "priority", "estimate_hours", "due_at", "billable", "budget")
@@ -241,6 +243,7 @@ def own_ticket(ctx: ActionContext) -> bool:
 
 
 # docs:start escalate-effect
+@dry_run_safe  # it changes the ticket through the runtime only
 def escalate(ctx: ActionContext) -> None:
     """Raise the ticket's priority to ``urgent``; a closed ticket cannot be escalated."""
     assert ctx.subject is not None

@@ -1,0 +1,125 @@
+"""Which actions an actor may run on which rows, and why not (docs/http.md, "Availability").
+
+For each row and each action the answer is what the action itself would answer up to its
+workflow gate, computed by the same checks in the same order (:mod:`host.runtime.gate`):
+the role check, the subject lookup (an unknown row: 404 ``NotFound``), the custom policies
+(asked about every row still allowed at once; a :class:`~plugin_api.BatchPolicy` in one
+call), the workflow gate. What only running the action tells (its inputs, the references
+they name, a refusal its effect raises) is not foreseen: a dry run tells it.
+
+Cost: one statement reading the whole rows; when an action has custom policies, one
+transaction (always rolled back) in which they run, with whatever they read themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from host.graph.model import CompiledAction, Graph
+from host.query.conditions import Condition
+from host.query.spec import ID_COLUMN
+from host.runtime.actor import Actor
+from host.runtime.context import InvocationContext
+from host.runtime.data import DataRuntime
+from host.runtime.gate import Refusal, policy_refusals, role_refusal, state_refusal
+from host.runtime.rollback import rolled_back
+from host.storage import Schema, Storage, Tx
+from host.storage.store import EntityStore
+from plugin_api.errors import NotFound
+
+__all__ = ["ENABLED", "Availability", "Table", "verdict"]
+
+Table = dict[str, dict[str, Refusal]]
+"""Row id -> action FQN -> its refusal (``None``: enabled)."""
+
+ENABLED: Final = {"enabled": True}
+
+
+def verdict(refusal: Refusal) -> dict[str, Any]:
+    """The JSON of one cell: ``{"enabled": true}`` or ``{"enabled": false, "kind", "message"}``."""
+    if refusal is None:
+        return ENABLED
+    return {"enabled": False, "kind": refusal.kind, "message": refusal.message}
+
+
+class Availability:
+    """Answers availability tables for the actions of one graph."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        storage: Storage,
+        schema: Schema,
+        store: EntityStore,
+        data: DataRuntime,
+    ) -> None:
+        self._graph = graph
+        self._storage = storage
+        self._schema = schema
+        self._store = store
+        self._data = data
+
+    async def table(
+        self, actions: Sequence[CompiledAction], actor: Actor, ids: Sequence[str]
+    ) -> Table:
+        """Every ``ids`` row's refusal by each of ``actions`` (subject actions of one entity)."""
+        ids = list(dict.fromkeys(ids))
+        if not actions or not ids:
+            return {row_id: {} for row_id in ids}
+        entity = actions[0].entity
+        assert all(a.entity is entity and a.kind != "create" for a in actions)
+        store = self._store
+        render = store.renderer(entity.fqn)
+        found = await store.find(
+            self._storage,
+            entity.fqn,
+            actor.tenant_id,
+            (Condition(ID_COLUMN, "in", tuple(ids)),),
+            limit=len(ids),
+        )
+        at = render.columns.index("id")
+        positional = {str(row[at]): row for row in found}
+        rows = {key: dict(zip(render.columns, row, strict=True)) for key, row in positional.items()}
+        by_role = {a.fqn: role_refusal(a, actor) for a in actions}
+        table: Table = {}
+        for row_id in ids:
+            missing = NotFound(f"No {entity.fqn} with id '{row_id}' in this tenant")
+            table[row_id] = {
+                a.fqn: None if row_id in rows else by_role[a.fqn] or missing for a in actions
+            }
+        present = [row_id for row_id in ids if row_id in rows]
+        asked = [a for a in actions if by_role[a.fqn] is None and a.definition.policies]
+        by_policy: dict[str, list[Refusal]] = {}
+        if asked and present:
+            subjects = {row_id: render(positional[row_id]) for row_id in present}
+
+            async def ask(tx: Tx) -> None:
+                for action in asked:
+                    contexts = [
+                        InvocationContext(
+                            action=action,
+                            actor=actor,
+                            subject=subjects[row_id],
+                            inputs={},
+                            tx=tx,
+                            storage=self._storage,
+                            schema=self._schema,
+                            data=self._data.bind(tx, action, actor, row_id),
+                        )
+                        for row_id in present
+                    ]
+                    by_policy[action.fqn] = await policy_refusals(self._graph, action, contexts)
+
+            await rolled_back(self._storage, ask)
+        for action in actions:
+            refused = by_role[action.fqn]
+            policies = by_policy.get(action.fqn)
+            for index, row_id in enumerate(present):
+                refusal = refused
+                if refusal is None and policies is not None:
+                    refusal = policies[index]
+                if refusal is None:
+                    refusal = state_refusal(action, rows[row_id])
+                table[row_id][action.fqn] = refusal
+        return table
