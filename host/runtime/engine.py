@@ -248,11 +248,20 @@ class ActionRuntime:
 
         async def rehearse(tx: Tx) -> Outputs:
             closing = await self._run(
-                tx, action, actor, subject_id, attempt, inputs, values, deliver=False
+                tx, action, actor, subject_id, attempt, inputs, values, rehearsal=True
             )
-            results = await tx.batch(closing.statements, stop_on_empty=closing.guarded)
-            if closing.guarded and not results[0]:
+            # The row's write runs (its constraints and its guard apply); the audit record
+            # is built but not inserted: its table's ``seq`` is a database sequence, which
+            # a rollback does not give back.
+            write, *rest = closing.statements
+            if isinstance(write, Exception):
+                raise StatementFailed(0, write)
+            (rows,) = await tx.batch((write,))
+            if closing.guarded and not rows:
                 raise NothingMatched()
+            for index, step in enumerate(rest, start=1):
+                if isinstance(step, Exception):
+                    raise StatementFailed(index, step)
             return closing.result
 
         try:
@@ -273,11 +282,11 @@ class ActionRuntime:
         inputs: Mapping[str, Any],
         values: dict[str, Any],
         *,
-        deliver: bool = True,
+        rehearsal: bool = False,
     ) -> Closing[Outputs]:
         """Policy -> subject -> custom policies -> workflow gate -> effect; the row and its
-        audit record (and, if ``deliver``, the event's deliveries) are the statements the
-        unit of work ends with."""
+        audit record (and the event's deliveries, unless a ``rehearsal``: a dry run) are
+        the statements the unit of work ends with."""
         entity = action.entity
         store = self._store
         render = store.renderer(entity.fqn)
@@ -297,7 +306,7 @@ class ActionRuntime:
             tx=tx,
             storage=self._storage,
             schema=self._schema,
-            data=self._data.bind(tx, action, actor, subject_id),
+            data=self._data.bind(tx, action, actor, subject_id, rehearsal=rehearsal),
         )
         await self._check_policies(action, ctx)
         await self._data.check_references(tx, actor.tenant_id, entity, values)
@@ -353,7 +362,7 @@ class ActionRuntime:
         except Exception as exc:
             audit = exc
         deliveries = None
-        if self._outbox is not None and deliver:
+        if self._outbox is not None and not rehearsal:
             deliveries = self._outbox.statement(
                 action.fqn, event_id, actor.tenant_id, entity.fqn, record_id
             )
