@@ -227,7 +227,10 @@ async def not_on_hold(contexts: Sequence[ActionContext]) -> Sequence[PolicyVerdi
 
 
 def owner_only(ctx: ActionContext) -> bool:
-    """A plain (one-row) policy on the same action: still asked, once per row."""
+    """A plain (one-row) policy on the same action: still asked, once per row. It has a bug
+    on cases owned by ``boom``."""
+    if ctx.subject is not None and ctx.subject["owner"] == "boom":
+        raise RuntimeError("a bug in the policy")
     return ctx.subject is not None and ctx.subject["owner"] == ctx.actor_id
 
 
@@ -318,3 +321,22 @@ async def test_a_batch_policy_is_asked_once_per_page_and_its_reason_is_shown(
     for case in cases:
         _assert_same(cells[case], await olga.action(f"{CASE}.close", subject=case))
     assert CALLS[1:] == [1] * 30  # the running action asks the same handler about one row
+
+
+async def test_a_policy_bug_is_shown_as_the_500_the_action_answers(
+    tessera: TesseraHarness,
+) -> None:
+    host = await tessera.start(plugins=[], extra=[("lab", LabPlugin())])
+    olga = host.client(tenant="t1", actor="olga")
+    case = (await olga.action(f"{CASE}.create", inputs={"owner": "boom"})).outputs["id"]
+    # 1.2.0 is chosen when listed with others, whatever the order.
+    query = {"acceptSchemaVersions": "1.2.0,1.1.0", "subject": case}
+    detail = await olga.projection(f"{CASE}.list", query=query)
+    assert detail.json["schemaVersion"] == "1.2.0"
+    assert detail.item is not None
+    cell = detail.item["_availability"][f"{CASE}.close"]
+    assert cell == {"enabled": False, "kind": "InternalError", "message": "Internal error"}
+    result = await olga.action(f"{CASE}.close", subject=case)
+    assert (result.status, result.error_kind) == (500, "InternalError")
+    older = await olga.projection(f"{CASE}.list", query={**query, "acceptSchemaVersions": "1.1.0"})
+    assert older.json["schemaVersion"] == "1.1.0" and "_availability" not in older.item  # type: ignore[operator]
