@@ -183,9 +183,9 @@ class ServiceUnavailable(TesseraError):
 
 
 class DryRunUnsupported(TesseraError):
-    """422: a dry run (``?dryRun=true``) of an action whose effect is not declared safe to
-    dry-run (:func:`plugin_api.dry_run_safe`); nothing ran. Not in the v0.1 spec's table
-    (dry runs are an addition, docs/http.md)."""
+    """422: a dry run (``?dryRun=true``) of an action whose effect or transactional
+    subscriber is not declared safe to dry-run (:func:`plugin_api.dry_run_safe`); nothing
+    ran. Not in the v0.1 spec's table (dry runs are an addition, docs/http.md)."""
 
     status = 422
     kind = "DryRunUnsupported"

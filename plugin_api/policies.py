@@ -31,10 +31,12 @@ answer of the action itself come from one implementation.
 **Dry-run safety.** ``POST /actions/{fqn}?dryRun=true`` runs the whole chain inside a
 transaction that is always rolled back. Everything a handler does through the runtime
 (``set``, ``data``, ``next_sequence``, SQL through ``db``) is rolled back with it; what a
-handler sends elsewhere (mail, HTTP calls, files) is not. So an effect must declare that it
-is safe to dry-run with :func:`dry_run_safe`; a dry run of an action whose effect does not
-is refused with 422 ``DryRunUnsupported`` before anything runs. Policies must not change
-anything in the first place, so they need no declaration.
+handler sends elsewhere (mail, HTTP calls, files) is not. So an effect, and a transactional
+subscriber (a dry run runs those of the action in its transaction, on the event the action
+would have had), must declare that it is safe to dry-run with :func:`dry_run_safe`; a dry run
+of an action whose effect or transactional subscriber does not is refused with 422
+``DryRunUnsupported`` before anything runs. Policies must not change anything in the first
+place, so they need no declaration.
 """
 
 from __future__ import annotations
@@ -106,8 +108,9 @@ def batch_policy(handler: BatchPolicyHandler) -> BatchPolicy:
 
 
 def dry_run_safe(handler: H) -> H:
-    """Declare an effect safe to dry-run (decorator): it changes nothing outside the
-    action's transaction. Returns ``handler`` itself, marked."""
+    """Declare an effect or a transactional subscriber's handler safe to dry-run
+    (decorator): it changes nothing outside the transaction it is given. Returns ``handler``
+    itself, marked."""
     setattr(handler, DRY_RUN_SAFE, True)
     return handler
 

@@ -107,10 +107,11 @@ DRY_RUN_PARAMETER: Final[Schema] = {
     "name": DRY_RUN,
     "in": "query",
     "required": False,
-    "description": "`true`: run the whole action in a transaction that is always rolled "
-    "back and answer what it would have done (outputs, the row's changes, the audit record); "
-    "no idempotency record, no event. An action whose effect is not declared safe to dry-run: "
-    "422 DryRunUnsupported. Any other value than true or false: 400.",
+    "description": "`true`: run the whole action (and its transactional subscribers) in a "
+    "transaction that is always rolled back and answer what it would have done (outputs, the "
+    "row's changes, the audit record); no idempotency record, no event delivered. An action "
+    "whose effect or transactional subscriber is not declared safe to dry-run: 422 "
+    "DryRunUnsupported. Any other value than true or false: 400.",
     "schema": {"enum": ["true", "false"]},
 }
 
@@ -134,8 +135,14 @@ def dry_run_success(outputs: Schema) -> Schema:
                 "included), in read shape.",
             },
             "audit": {"$ref": _REF + "AuditRecord"},
+            "subscribers": {
+                "type": "object",
+                "description": "Each transactional subscriber run in the transaction: "
+                "`delivered`, `failed: ...` or `not run: ...`.",
+                "additionalProperties": {"type": "string"},
+            },
         },
-        ["ok", "dryRun", "outputs", "changes", "audit"],
+        ["ok", "dryRun", "outputs", "changes", "audit", "subscribers"],
     )
 
 

@@ -31,7 +31,7 @@ from host.runtime.actor import Actor
 from host.runtime.availability import Availability
 from host.runtime.context import InvocationContext
 from host.runtime.data import DataRuntime
-from host.runtime.dryrun import DryRun, dry_run_answer, refuse_unsafe
+from host.runtime.dryrun import DryRun, dry_run_answer, refuse_unsafe, run_subscribers
 from host.runtime.gate import policy_refusals, role_refusal, state_refusal
 from host.runtime.rollback import rolled_back
 from host.runtime.writerules import (
@@ -235,16 +235,20 @@ class ActionRuntime:
         inputs: Mapping[str, Any],
     ) -> DryRun:
         """:meth:`run`, in a transaction that is always rolled back (docs/http.md, "Dry
-        runs"): the same chain and closing statements, but no event deliveries; answer the
-        outputs, the row as it would be written and the audit record.
+        runs"): the same chain and the row's write, the audit record built but not inserted,
+        no event deliveries but the transactional subscribers run in the transaction; answer
+        the outputs, the row as it would be written, the audit record and the subscribers'
+        outcomes.
 
-        :raises DryRunUnsupported: the action's effect is not declared dry-run safe.
+        :raises DryRunUnsupported: the action's effect, or one of its transactional
+            subscribers, is not declared dry-run safe.
         """
         refuse_unsafe(self._graph, action)
         if action.kind != "create" and subject_id is None:
             raise PolicySubjectRequired(f"Action '{action.fqn}' requires a subject; got null")
         values = validate_inputs(action, inputs)
         attempt = _Attempt(subject_id)
+        delivered: dict[str, str] = {}
 
         async def rehearse(tx: Tx) -> Outputs:
             closing = await self._run(
@@ -262,6 +266,10 @@ class ActionRuntime:
             for index, step in enumerate(rest, start=1):
                 if isinstance(step, Exception):
                     raise StatementFailed(index, step)
+            assert attempt.audit is not None
+            delivered.update(
+                await run_subscribers(self._graph, self._data, tx, action, attempt.audit)
+            )
             return closing.result
 
         try:
@@ -270,7 +278,8 @@ class ActionRuntime:
             failure = _failure(exc, action, attempt)
             raise failure from failure.__cause__
         assert attempt.written is not None and attempt.audit is not None
-        return dry_run_answer(self._store, action, outputs, attempt.written, attempt.audit)
+        written, audit = attempt.written, attempt.audit
+        return dry_run_answer(self._store, action, outputs, written, audit, delivered)
 
     async def _run(
         self,

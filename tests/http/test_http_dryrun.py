@@ -14,8 +14,10 @@ from plugin_api import (
     CreateAction,
     EffectHandler,
     Entity,
+    EventContext,
     Field,
     FieldType,
+    Subscriber,
     UpdateAction,
     hookimpl,
 )
@@ -118,6 +120,9 @@ async def test_a_dry_run_changes_nothing_and_answers_what_the_action_then_does(
         host, agent, f"{TICKET}.resolve", subject=ticket, inputs={"resolution": "Rebooted"}
     )
     assert resolve["outputs"]["resolution"] == "Rebooted" and resolve["outputs"]["resolved_at"]
+    # Its transactional subscriber ran in the rolled-back transaction (its row is gone too).
+    assert resolve["subscribers"] == {"helpdesk.notify_requester": "delivered"}
+    assert start["subscribers"] == {}
     await _rehearse_then_run(host, agent, f"{TICKET}.escalate", subject=ticket)
 
 
@@ -175,11 +180,17 @@ async def test_a_dry_run_records_no_idempotency_key(host: Host) -> None:
 # -- an effect that does not say it is safe to dry-run ------------------------------------
 
 SENT: list[str] = []
+COUNTED: list[str] = []
 
 
 def mail_out(ctx: ActionContext) -> None:
     """Calls out (here: appends to a list standing in for a mail server)."""
     SENT.append(ctx.actor_id)
+
+
+async def count_notes(ctx: EventContext) -> None:
+    """A transactional subscriber that does not say it is safe to dry-run."""
+    COUNTED.append(ctx.event.id)
 
 
 class MailPlugin:
@@ -200,6 +211,17 @@ class MailPlugin:
     def tessera_effects(self) -> Mapping[str, EffectHandler]:
         return {"lab.mail_out": mail_out}
 
+    @hookimpl
+    def tessera_subscribers(self) -> Sequence[Subscriber]:
+        return (
+            Subscriber(
+                name="lab.count_notes",
+                handler=count_notes,
+                actions=("lab.note.create",),
+                transactional=True,
+            ),
+        )
+
 
 async def test_a_dry_run_through_an_undeclared_effect_is_refused(tessera: TesseraHarness) -> None:
     host = await tessera.start(plugins=[], extra=[("mail", MailPlugin())])
@@ -212,6 +234,10 @@ async def test_a_dry_run_through_an_undeclared_effect_is_refused(tessera: Tesser
     assert "lab.mail_out" in refused.json["error"]["message"]
     assert SENT == [] and await dump(host.database_url) == before
     assert (await client.action("lab.note.mail", subject=note)).status == 200
+    assert SENT == ["olga"]
+    refused = await _dry(client, "lab.note.create", inputs={"text": "x"})
+    assert refused.status == 422 and refused.error_kind == "DryRunUnsupported"
+    assert "transactional subscriber 'lab.count_notes'" in refused.json["error"]["message"]
     assert SENT == ["olga"]
 
 
