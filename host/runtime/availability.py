@@ -92,7 +92,8 @@ class Availability:
         asked = [a for a in actions if by_role[a.fqn] is None and a.definition.policies]
         by_policy: dict[str, list[Refusal]] = {}
         if asked and present:
-            subjects = {row_id: render(positional[row_id]) for row_id in present}
+            rendered = render.many(positional[row_id] for row_id in present)
+            subjects = dict(zip(present, rendered, strict=True))
 
             async def ask(tx: Tx) -> None:
                 for action in asked:
@@ -112,14 +113,20 @@ class Availability:
                     by_policy[action.fqn] = await policy_refusals(self._graph, action, contexts)
 
             await rolled_back(self._storage, ask)
+        state = entity.workflow.state_field if entity.workflow is not None else None
         for action in actions:
             refused = by_role[action.fqn]
             policies = by_policy.get(action.fqn)
+            gate: dict[object, Refusal] = {}  # the workflow gate's answer, by state
             for index, row_id in enumerate(present):
                 refusal = refused
                 if refusal is None and policies is not None:
                     refusal = policies[index]
                 if refusal is None:
-                    refusal = state_refusal(action, rows[row_id])
+                    row = rows[row_id]
+                    key = row[state] if state is not None else None
+                    if key not in gate:
+                        gate[key] = state_refusal(action, row)
+                    refusal = gate[key]
                 table[row_id][action.fqn] = refusal
         return table
