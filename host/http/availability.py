@@ -57,8 +57,8 @@ def row_annotator(
     actions = row_actions(projection, offered)
 
     async def annotate(rows: Rows) -> None:
-        ids = [str(row["id"]) for row in rows if row.get("id") is not None]
-        table = await availability.table(actions, actor, ids)
+        shown = {str(row["id"]): row for row in rows if row.get("id") is not None}
+        table = await availability.table(actions, actor, list(shown), shown)
         for row in rows:
             cells = table.get(str(row.get("id")))
             if cells is not None:

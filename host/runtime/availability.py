@@ -13,10 +13,11 @@ transaction (always rolled back) in which they run, with whatever they read them
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from host.graph.model import CompiledAction, Graph
+from host.fieldtypes import coerce_write
+from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.query.conditions import Condition
 from host.query.spec import ID_COLUMN
 from host.runtime.actor import Actor
@@ -61,9 +62,18 @@ class Availability:
         self._data = data
 
     async def table(
-        self, actions: Sequence[CompiledAction], actor: Actor, ids: Sequence[str]
+        self,
+        actions: Sequence[CompiledAction],
+        actor: Actor,
+        ids: Sequence[str],
+        shown: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Table:
-        """Every ``ids`` row's refusal by each of ``actions`` (subject actions of one entity)."""
+        """Every ``ids`` row's refusal by each of ``actions`` (subject actions of one entity).
+
+        ``shown``: the rows as just read (read shape, by id), e.g. a page of a projection.
+        When no custom policy is to be asked and they hold the workflow's state field, the
+        gate is asked about their state and nothing more is read.
+        """
         ids = list(dict.fromkeys(ids))
         if not actions or not ids:
             return {row_id: {} for row_id in ids}
@@ -71,17 +81,22 @@ class Availability:
         assert all(a.entity is entity and a.kind != "create" for a in actions)
         store = self._store
         render = store.renderer(entity.fqn)
-        found = await store.find(
-            self._storage,
-            entity.fqn,
-            actor.tenant_id,
-            (Condition(ID_COLUMN, "in", tuple(ids)),),
-            limit=len(ids),
-        )
-        at = render.columns.index("id")
-        positional = {str(row[at]): row for row in found}
-        rows = {key: dict(zip(render.columns, row, strict=True)) for key, row in positional.items()}
         by_role = {a.fqn: role_refusal(a, actor) for a in actions}
+        asked = [a for a in actions if by_role[a.fqn] is None and a.definition.policies]
+        state = entity.workflow.state_field if entity.workflow is not None else None
+        rows = None if asked else _states(entity, state, ids, shown)
+        positional: dict[str, Sequence[Any]] = {}
+        if rows is None:
+            found = await store.find(
+                self._storage,
+                entity.fqn,
+                actor.tenant_id,
+                (Condition(ID_COLUMN, "in", tuple(ids)),),
+                limit=len(ids),
+            )
+            at = render.columns.index("id")
+            positional = {str(row[at]): row for row in found}
+            rows = {k: dict(zip(render.columns, row, strict=True)) for k, row in positional.items()}
         table: Table = {}
         for row_id in ids:
             missing = NotFound(f"No {entity.fqn} with id '{row_id}' in this tenant")
@@ -89,7 +104,6 @@ class Availability:
                 a.fqn: None if row_id in rows else by_role[a.fqn] or missing for a in actions
             }
         present = [row_id for row_id in ids if row_id in rows]
-        asked = [a for a in actions if by_role[a.fqn] is None and a.definition.policies]
         by_policy: dict[str, list[Refusal]] = {}
         if asked and present:
             rendered = render.many(positional[row_id] for row_id in present)
@@ -113,7 +127,6 @@ class Availability:
                     by_policy[action.fqn] = await policy_refusals(self._graph, action, contexts)
 
             await rolled_back(self._storage, ask)
-        state = entity.workflow.state_field if entity.workflow is not None else None
         for action in actions:
             refused = by_role[action.fqn]
             policies = by_policy.get(action.fqn)
@@ -130,3 +143,24 @@ class Availability:
                     refusal = gate[key]
                 table[row_id][action.fqn] = refusal
         return table
+
+
+def _states(
+    entity: CompiledEntity,
+    state: str | None,
+    ids: Sequence[str],
+    shown: Mapping[str, Mapping[str, Any]] | None,
+) -> dict[str, dict[str, Any]] | None:
+    """What the workflow gate reads of each row (its state, as a database value), taken from
+    the rows ``shown``; ``None`` when they do not all hold it."""
+    if shown is None or not all(row_id in shown for row_id in ids):
+        return None
+    if state is None:
+        return {row_id: {} for row_id in ids}
+    if not all(state in shown[row_id] for row_id in ids):
+        return None
+    field = entity.fields[state]
+    try:
+        return {row_id: {state: coerce_write(field, shown[row_id][state])} for row_id in ids}
+    except Exception:  # a value the field's type no longer accepts: read the rows instead
+        return None

@@ -132,6 +132,16 @@ async def test_lists_carry_each_rows_availability_and_older_versions_do_not(host
         # mine offers a requester create, close and reopen; create takes no subject
         assert list(by_id[ticket]) == [f"{TICKET}.{n}" for n in ("close", "reopen")]
         assert by_id[ticket] == expected, state
+    # queue: no custom policy on its row actions, so the gate reads the page's own state
+    # values; the answers equal the detail's (read through the rows' whole records).
+    agent = host.client(tenant="acme", actor="ann", roles=["agent"])
+    queue = await agent.projection(f"{TICKET}.queue", query=V12)
+    assert {item["id"] for item in queue.items} == set(tickets.values())
+    for item in queue.items:
+        detail = await agent.projection(DETAIL, subject=item["id"], query=V12)
+        cells = detail.item["_availability"]  # type: ignore[index]
+        assert item["_availability"] == {fqn: cells[fqn] for fqn in item["_availability"]}
+        assert list(item["_availability"]) == [f"{TICKET}.start", f"{TICKET}.escalate"]
     for version in ("1.0.0", "1.1.0"):
         older = await rita.projection(f"{TICKET}.mine", query={"acceptSchemaVersions": version})
         assert all("_availability" not in item for item in older.items)
