@@ -880,7 +880,8 @@ _PARAMETERS: Final[Mapping[str, Any]] = {
         "required": False,
         "description": (
             f"Comma-separated ViewSchema versions, the newest listed wins: {SCHEMA_1_2} (all "
-            f"of {SCHEMA_1_1} and each row's `_availability`), {SCHEMA_1_1} (adds `filters` "
+            f"of {SCHEMA_1_1} and each row's `_availability` for the actor of X-Actor-Id and "
+            f"X-Actor-Roles, read as for actions), {SCHEMA_1_1} (adds `filters` "
             f"descriptors, `sort`, `search` and `pagination.maxPageSize`, and a projection's "
             f"default page size; docs/http.md), otherwise {SCHEMA_VERSION}, as in v0.1."
         ),
