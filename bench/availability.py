@@ -14,7 +14,10 @@ warm-up requests, over one keep-alive connection. Scenarios:
   policy on the path (role check and workflow gate only);
 * ``mine``: ``helpdesk.ticket.mine`` as the requester; row actions close and reopen, both
   behind the custom policy ``helpdesk.own_ticket`` (asked once per row, in a rolled-back
-  transaction).
+  transaction);
+* ``limits``: ``limits.tickets`` as an agent (``bench/apps/availability.py``: the host plus
+  one reopen action behind the helpdesk sample's example batch policy ``open_ticket_limit``,
+  which reads the requesters' open tickets with one ``find`` for the whole page).
 
 Reported: the client's round-trip median and p95 per version and the ratio of medians.
 """
@@ -50,7 +53,12 @@ SCENARIOS: dict[str, tuple[str, dict[str, str]]] = {
         "helpdesk.ticket.mine",
         {"X-Actor-Id": "alice", "X-Actor-Roles": "requester"},
     ),
+    "limits (batch policy reading the database)": (
+        "limits.tickets",
+        {"X-Actor-Id": "bob", "X-Actor-Roles": "agent"},
+    ),
 }
+servers.TARGETS["availability"] = "apps.availability:app"
 
 
 def timed(conn: http.client.HTTPConnection, path: str, headers: dict[str, str]) -> float:
@@ -108,7 +116,7 @@ def run_backend(backend: str, rows: int, samples: int, workdir: Path) -> dict[st
     try:
         dbsetup.seed([url], TENANT, rows // 2, "open")
         dbsetup.seed([url], TENANT, rows - rows // 2, "resolved")
-        server = servers.start("host", workers=1, database_url=url, workdir=workdir)
+        server = servers.start("availability", workers=1, database_url=url, workdir=workdir)
         try:
             cells = measure(server.port, samples)
         finally:

@@ -29,5 +29,6 @@ def test_bench_availability_measures_both_versions(tmp_path: Path) -> None:
     assert [cell["scenario"] for cell in result["cells"]] == [
         "queue (no custom policy)",
         "mine (custom policy helpdesk.own_ticket)",
+        "limits (batch policy reading the database)",
     ]
     assert all(cell["ratio_p50"] > 0 for cell in result["cells"])
