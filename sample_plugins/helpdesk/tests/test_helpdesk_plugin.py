@@ -149,39 +149,8 @@ async def test_a_read_policy_denies_or_restricts_rows(tessera: TesseraHarness) -
 
 # --- a batch policy: asked about a whole page at once ----------------------------------------
 
-from tessera_helpdesk.plugin import open_ticket_limit  # noqa: E402
 
-from plugin_api import PolicyHandler, TransitionAction  # noqa: E402
-
-
-class Limits:
-    """Another plugin's reopen action, limited by the example batch policy."""
-
-    @hookimpl
-    def tessera_actions(self) -> Sequence[TransitionAction]:
-        return (
-            TransitionAction(
-                fqn="limits.reopen",
-                entity=TICKET,
-                transition="reopen",
-                policies=("limits.open_ticket_limit",),
-            ),
-        )
-
-    @hookimpl
-    def tessera_projections(self) -> Sequence[Projection]:
-        return (
-            Projection(
-                fqn="limits.tickets",
-                entity=TICKET,
-                fields=("id", "requester", "state"),
-                actions=("limits.reopen",),
-            ),
-        )
-
-    @hookimpl
-    def tessera_policies(self) -> Mapping[str, PolicyHandler]:
-        return {"limits.open_ticket_limit": open_ticket_limit}
+from tessera_helpdesk.limits import Limits  # noqa: E402
 
 
 async def test_a_batch_policy_gives_its_reason_per_row(tessera: TesseraHarness) -> None:
