@@ -41,6 +41,7 @@ from plugin_api.errors import (
     AuditEmissionFailed,
     BadRequest,
     ConcurrencyConflict,
+    DryRunUnsupported,
     EffectFailed,
     IdempotencyKeyReused,
     InternalError,
@@ -72,6 +73,14 @@ from plugin_api.migrations import (
     RenameEntity,
     RenameField,
 )
+from plugin_api.policies import (
+    BatchPolicy,
+    BatchPolicyHandler,
+    PolicyVerdict,
+    batch_policy,
+    dry_run_safe,
+    is_dry_run_safe,
+)
 from plugin_api.version import PLUGIN_API_VERSION
 
 __all__ = [
@@ -89,6 +98,8 @@ __all__ = [
     "ActorRequired",
     "AuditEmissionFailed",
     "BadRequest",
+    "BatchPolicy",
+    "BatchPolicyHandler",
     "CannotConvert",
     "ConcurrencyConflict",
     "Condition",
@@ -96,6 +107,7 @@ __all__ = [
     "ConvertFunction",
     "CreateAction",
     "DataAccess",
+    "DryRunUnsupported",
     "EffectFailed",
     "EffectHandler",
     "Entity",
@@ -117,6 +129,7 @@ __all__ = [
     "PolicyDenied",
     "PolicyHandler",
     "PolicySubjectRequired",
+    "PolicyVerdict",
     "Projection",
     "ProjectionNotFound",
     "QueryHandle",
@@ -147,6 +160,9 @@ __all__ = [
     "WorkflowGuardDenied",
     "WorkflowStateMismatch",
     "WorkflowSubjectNotFound",
+    "batch_policy",
+    "dry_run_safe",
     "hookimpl",
+    "is_dry_run_safe",
     "is_role_name",
 ]

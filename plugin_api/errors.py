@@ -203,6 +203,16 @@ class Unauthenticated(TesseraError):
         return "Bearer" if self.error is None else f'Bearer error="{self.error}"'
 
 
+class DryRunUnsupported(TesseraError):
+    """422: a dry run (``?dryRun=true``) of an action whose effect or transactional
+    subscriber is not declared safe to dry-run (:func:`plugin_api.dry_run_safe`); nothing
+    ran. Not in the v0.1 spec's table (dry runs are an addition, docs/http.md)."""
+
+    status = 422
+    kind = "DryRunUnsupported"
+    default_message = "This action cannot be dry-run"
+
+
 ALL_ERRORS: tuple[type[TesseraError], ...] = (
     BadRequest,
     PolicySubjectRequired,
@@ -226,6 +236,7 @@ ALL_ERRORS: tuple[type[TesseraError], ...] = (
 EXTENDED_ERRORS: tuple[type[TesseraError], ...] = (
     UnsupportedMediaType,
     IdempotencyKeyReused,
+    DryRunUnsupported,
     ServiceUnavailable,
     Unauthenticated,
 )

@@ -91,7 +91,9 @@ def tessera_policies() -> Mapping[str, PolicyHandler]:
 
     :returns: a mapping of policy name (a dotted name, conventionally prefixed by the plugin's
         domain, such as ``helpdesk.own_ticket``) to a handler taking an
-        :class:`~plugin_api.ActionContext` and returning ``True`` to allow (sync or async).
+        :class:`~plugin_api.ActionContext` and returning ``True`` to allow (sync or async),
+        or to a :class:`~plugin_api.BatchPolicy` (plugin API 1.7), asked about many rows at
+        once when a reader is shown which actions each row allows (:mod:`plugin_api.policies`).
 
     Result rule: every plugin's result is collected; names must be unique across all plugins,
     and every name an action refers to must be implemented by some installed plugin.
@@ -105,7 +107,8 @@ def tessera_effects() -> Mapping[str, EffectHandler]:
     """Return the custom effects this plugin implements, by name.
 
     :returns: a mapping of effect name (such as ``billing.assign_number``) to a handler
-        taking an :class:`~plugin_api.ActionContext` (sync or async).
+        taking an :class:`~plugin_api.ActionContext` (sync or async); mark it with
+        :func:`~plugin_api.dry_run_safe` when a dry run may run it (:mod:`plugin_api.policies`).
 
     Result rule: as for :func:`tessera_policies`. An effect runs inside the action's
     transaction after the built-in effect (insert values, transition target and stamps, or

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-PLUGIN_API_VERSION: Final = "1.6"
+PLUGIN_API_VERSION: Final = "1.7"
 """This plugin API's version (1.1 added ``PLUGIN_API_VERSION`` itself; 1.2 added the list
 declarations ``ListOptions``, ``Filter``, ``FilterOperator``, ``MAX_PAGE_SIZE``, and
 ``ANONYMOUS_ACTOR``, ``ROLE_NAME_PATTERN``, ``is_role_name``; 1.3 the typed data API
@@ -22,7 +22,9 @@ declarations ``ListOptions``, ``Filter``, ``FilterOperator``, ``MAX_PAGE_SIZE``,
 ``tessera_migrations``: ``ConvertField``, ``RenameField``, ``RenameEntity``, ``MapOptions``,
 ``MapStates``, ``CannotConvert``; 1.5 events: ``Subscriber``, ``Event``, ``EventContext``,
 ``SubscriberHandler`` and the ``tessera_subscribers`` hook; 1.6 the error classes beyond the
-spec's table: ``UnsupportedMediaType``, ``IdempotencyKeyReused``, ``ServiceUnavailable``)."""
+spec's table: ``UnsupportedMediaType``, ``IdempotencyKeyReused``, ``ServiceUnavailable``; 1.7
+batch policies and dry runs: ``BatchPolicy``, ``batch_policy``, ``BatchPolicyHandler``,
+``PolicyVerdict``, ``dry_run_safe``, ``is_dry_run_safe``, ``DryRunUnsupported``)."""
 
 REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
 """The plugin module's attribute naming the plugin API version it requires."""

@@ -17,10 +17,12 @@ from host.console import Answers, console_enabled, mount_console
 from host.errors import StartupError
 from host.fieldtypes import now_db, render_datetime
 from host.graph import Graph, build_graph
+from host.http.availability import question, row_annotator
 from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
 from host.http.document import detail_document, offer
 from host.http.draining import Draining, stop_all_on_sigterm
+from host.http.dryrun import dry_run_requested
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.lists import list_response
 from host.http.media import require_json
@@ -29,8 +31,15 @@ from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.metrics import Metrics
 from host.query.conditions import Condition
-from host.query.params import LISTING_VERSIONS, negotiate, parse_list_query, plain_query
-from host.runtime import idempotency
+from host.query.params import (
+    SCHEMA_1_1,
+    SCHEMA_1_2,
+    at_least,
+    negotiate,
+    parse_list_query,
+    plain_query,
+)
+from host.runtime import Actor, idempotency
 from host.runtime.access import ReadGate, offered_actions
 from host.service import Service
 from host.storage.plan import SchemaEvolutionError
@@ -171,19 +180,25 @@ def create_app(
         subject = args.get("subject")
         scope: tuple[Condition, ...] = ()
         offered: frozenset[str] | None = None
-        if compiled.definition.access is not None:  # docs/http.md, "Read access"
-            actor = await identity.actor(headers)
-            scope = await gate.conditions(compiled, actor, spec, subject)
-            offered = offered_actions(compiled, actor)
-        generated_at = str(render_datetime(now_db()))
         version = negotiate(args.getlist("acceptSchemaVersions"))
+        annotate = None
+        availability_asked = at_least(version, SCHEMA_1_2)  # docs/http.md, "Availability"
+        if compiled.definition.access is not None or availability_asked:
+            actor = await identity.actor(headers)
+            if compiled.definition.access is not None:  # docs/http.md, "Read access"
+                scope = await gate.conditions(compiled, actor, spec, subject)
+                offered = offered_actions(compiled, actor)
+            if availability_asked:
+                availability = service().runtime.availability
+                annotate = row_annotator(availability, compiled, offered, actor)
+        generated_at = str(render_datetime(now_db()))
         if subject is None:
             chunk_rows = settings.list_chunk_rows
             query = parse_list_query(args, spec, version, tenant, reads.cursors, scope)
             if query is not None:  # list parameters or 1.1.0 (docs/http.md, "Lists")
                 query = dataclasses.replace(query, offered=offered)
                 parts = (reads, template, compiled, query, tenant, generated_at, chunk_rows)
-                return await list_response(*parts)
+                return await list_response(*parts, annotate)
             listing = await reads.every_row(compiled, tenant, plain_query(scope), chunk_rows)
             if listing.rest is None:
                 return json_response(template.render_list(tenant, generated_at, listing.first))
@@ -194,10 +209,33 @@ def create_app(
                 content_type=JSON,
             )
         item = await reads.one(compiled, tenant, subject, scope)
+        if annotate is not None and item is not None:
+            await annotate([item])
         document = template.render_detail(tenant, generated_at, item)
-        if version in LISTING_VERSIONS:
+        if at_least(version, SCHEMA_1_1):
             document = offer(detail_document(document, spec, version, template), offered)
         return json_response(document)
+
+    @app.post(f"{prefix}/availability")
+    async def availability_question() -> Response:
+        # docs/http.md, "Availability": which of these actions may I run on these rows?
+        actor, raw = await posted()
+        body = jsonio.loads_object(raw)
+        availability = service().runtime.availability
+        return json_response(await question(compiled_graph, availability, actor, body))
+
+    async def posted() -> tuple[Actor, bytes]:
+        """The actor and the raw body of a POST, its media type checked. The body is read
+        before anything can refuse the request: an answer sent while the body is still
+        arriving makes Hypercorn drop the keep-alive connection after it, and the client's
+        next request on that connection fails."""
+        raw = await request.get_data(cache=False, as_text=False)
+        assert isinstance(raw, bytes)
+        headers = request.headers
+        actor = await identity.actor(headers, require_actor_id=settings.require_actor_id)
+        if settings.require_json_content_type:
+            require_json(headers.getlist("Content-Type"))
+        return actor, raw
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:
@@ -221,13 +259,17 @@ def create_app(
         # it, and the client's next request on that connection fails.
         raw = await request.get_data(cache=False, as_text=False)
         assert isinstance(raw, bytes)
-        return await action_answer(fqn, raw, request.headers)
+        dry_run = dry_run_requested(request.args)  # docs/http.md, "Dry runs"
+        return await action_answer(fqn, raw, request.headers, dry_run=dry_run)
 
     async def console_action(fqn: str, raw: bytes, headers: Headers) -> Response:
         return await counted(fqn, lambda: action_answer(fqn, raw, headers))
 
-    async def action_answer(fqn: str, raw: bytes, headers: Headers) -> Response:
-        """The answer of ``POST {prefix}/actions/{fqn}`` for this body and these headers."""
+    async def action_answer(
+        fqn: str, raw: bytes, headers: Headers, *, dry_run: bool = False
+    ) -> Response:
+        """The answer of ``POST {prefix}/actions/{fqn}`` for this body and these headers
+        (``dry_run``: rolled back, docs/http.md "Dry runs")."""
         actor = await identity.actor(headers, require_actor_id=settings.require_actor_id)
         if settings.require_json_content_type:
             require_json(headers.getlist("Content-Type"))
@@ -238,6 +280,9 @@ def create_app(
         action = runtime.permitted(fqn, actor)
         subject_id = parse_subject_id(action, actor, body)
         inputs = parse_inputs(body)
+        if dry_run:
+            rehearsal = await runtime.dry_run(action, actor, subject_id, inputs)
+            return json_response(rehearsal.body())
         if key is None:
             outputs = await runtime.run(action, actor, subject_id, inputs)
             return json_response({"ok": True, "outputs": outputs})

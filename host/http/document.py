@@ -14,7 +14,7 @@ from typing import Any
 from host import jsonio
 from host.http.viewschema import ViewSchemaTemplate, humanise
 from host.http.workflow import workflow_descriptor
-from host.query.params import LISTING_VERSIONS, SCHEMA_1_3, ListQuery
+from host.query.params import SCHEMA_1_1, SCHEMA_1_3, ListQuery, at_least
 from host.query.spec import ListSpec
 from host.systemfields import SYSTEM
 
@@ -63,7 +63,7 @@ def _upgrade(
             "fields": [column.name for column in spec.search],
             "active": None if query is None else query.q,
         }
-    if version == SCHEMA_1_3:
+    if at_least(version, SCHEMA_1_3):
         document["workflow"] = workflow_descriptor(template.projection)
     document["data"] = data
     return document
@@ -71,7 +71,7 @@ def _upgrade(
 
 def _pagination(spec: ListSpec, query: ListQuery, size: int, cursor: str | None) -> dict[str, Any]:
     pagination: dict[str, Any] = {"pageSize": size, "nextCursor": cursor}
-    if query.version in LISTING_VERSIONS:
+    if at_least(query.version, SCHEMA_1_1):
         pagination["maxPageSize"] = spec.max_page_size
     return pagination
 
@@ -87,7 +87,7 @@ def _head(
     template: ViewSchemaTemplate, spec: ListSpec, query: ListQuery, tenant: str, generated_at: str
 ) -> dict[str, Any]:
     document = template.render_list(tenant, generated_at, [])
-    if query.version not in LISTING_VERSIONS:
+    if not at_least(query.version, SCHEMA_1_1):
         return document
     return offer(_upgrade(document, spec, query, query.version, template), query.offered)
 

@@ -6,6 +6,7 @@ from quart import Response
 
 from host import jsonio
 from host.graph.model import CompiledProjection
+from host.http.availability import Annotate, annotated_chunks
 from host.http.document import list_document, list_stream
 from host.http.envelope import JSON
 from host.http.viewschema import ViewSchemaTemplate
@@ -23,17 +24,26 @@ async def list_response(
     tenant: str,
     generated_at: str,
     chunk_rows: int,
+    annotate: Annotate | None = None,
 ) -> Response:
-    """A page (one statement), or every matching row (streamed when longer than a chunk)."""
+    """A page (one statement), or every matching row (streamed when longer than a chunk).
+    ``annotate`` (ViewSchema 1.2.0) adds each row's availability, chunk by chunk."""
     spec = lists.spec(projection.fqn)
     if query.page_size is not None:
         items, cursor = await lists.page(projection, tenant, query, query.page_size)
+        if annotate is not None:
+            await annotate(items)
         document = list_document(template, spec, query, tenant, generated_at, items, cursor)
         return Response(jsonio.dumps(document), content_type=JSON)
     listing = await lists.every_row(projection, tenant, query, chunk_rows)
-    if listing.rest is None:
+    rest = listing.rest
+    if annotate is not None:
+        await annotate(listing.first)
+        if rest is not None:
+            rest = annotated_chunks(rest, annotate)
+    if rest is None:
         items = listing.first
         document = list_document(template, spec, query, tenant, generated_at, items, None)
         return Response(jsonio.dumps(document), content_type=JSON)
-    stream = list_stream(template, spec, query, tenant, generated_at, listing.first, listing.rest)
+    stream = list_stream(template, spec, query, tenant, generated_at, listing.first, rest)
     return Response(stream, content_type=JSON)

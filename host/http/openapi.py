@@ -21,8 +21,15 @@ from host.fieldtypes import FIELD_TYPES
 from host.graph.model import CompiledAction, CompiledProjection, Graph
 from host.http.cors import ALLOW_HEADERS_WITH_KEY, CORS_HEADERS, SECURITY_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
+from host.http.openapi_availability import (
+    AVAILABILITY_SCHEMAS,
+    DRY_RUN_PARAMETER,
+    availability_operation,
+    dry_run_success,
+    with_availability,
+)
 from host.http.viewschema import LOCALE, SCHEMA_VERSION, TARGET_PROFILE
-from host.query.params import SCHEMA_1_1, SCHEMA_1_3
+from host.query.params import SCHEMA_1_1, SCHEMA_1_2, SCHEMA_1_3
 from host.query.spec import list_spec
 from host.systemfields import SYSTEM
 from plugin_api import errors as e
@@ -53,7 +60,8 @@ STATUS_TEXT: Final[Mapping[int, str]] = {
     409: "Conflict",
     413: "Request body too large",
     415: "Content-Type not a JSON media type (the response's Accept header names one)",
-    422: "Idempotency-Key already used for another action or body",
+    422: "Idempotency-Key already used for another action or body, or a dry run through an "
+    "effect not declared safe to dry-run",
     500: "Server error",
 }
 
@@ -207,10 +215,12 @@ def _query(name: str, description: str, schema: Schema) -> dict[str, Any]:
 
 
 def row_schema(projection: CompiledProjection) -> Schema:
-    """A row of the projection: exactly its fields, in read shapes."""
+    """A row of the projection: exactly its fields, in read shapes (and at ViewSchema 1.2.0
+    its ``_availability``)."""
     fields = projection.entity.fields
     names = list(projection.definition.fields)
-    return object_schema({name: column_schema(fields, name) for name in names}, names)
+    row = object_schema({name: column_schema(fields, name) for name in names}, names)
+    return with_availability(row)
 
 
 def view_schema(projection: CompiledProjection, row: Schema) -> Schema:
@@ -420,6 +430,8 @@ def action_errors(action: CompiledAction) -> dict[int, set[str]]:
     kinds.setdefault(413, set()).add("BadRequest")
     kinds.setdefault(UnsupportedMediaType.status, set()).add(UnsupportedMediaType.kind)
     kinds.setdefault(IdempotencyKeyReused.status, set()).add(IdempotencyKeyReused.kind)
+    if definition.effect is not None:  # a dry run through an effect not declared safe
+        kinds.setdefault(e.DryRunUnsupported.status, set()).add(e.DryRunUnsupported.kind)
     return kinds
 
 
@@ -442,11 +454,16 @@ def _action_description(action: CompiledAction) -> str:
 
 def action_operation(action: CompiledAction, links: Mapping[str, Any]) -> dict[str, Any]:
     """``POST /actions/<fqn>``."""
+    outputs = outputs_schema(action)
     success = _json_response(
-        "The action ran; `outputs` as in spec 2.9.",
-        object_schema(
-            {"ok": {"const": True}, "outputs": outputs_schema(action)}, ["ok", "outputs"]
-        ),
+        "The action ran; `outputs` as in spec 2.9. With `dryRun=true`: what it would have "
+        "done, nothing changed.",
+        {
+            "oneOf": [
+                object_schema({"ok": {"const": True}, "outputs": outputs}, ["ok", "outputs"]),
+                dry_run_success(outputs),
+            ]
+        },
     )
     if links:
         success["links"] = dict(links)
@@ -458,6 +475,7 @@ def action_operation(action: CompiledAction, links: Mapping[str, Any]) -> dict[s
         "parameters": [
             *(_ref("parameters", name) for name in IDENTITY_HEADERS),
             _ref("parameters", "Idempotency-Key"),
+            _ref("parameters", "dryRun"),
         ],
         "requestBody": {
             "required": True,
@@ -560,13 +578,17 @@ def _paths(graph: Graph) -> dict[str, Any]:
     for fqn in sorted(graph.actions):
         action = graph.actions[fqn]
         paths[f"/actions/{fqn}"] = {"post": action_operation(action, action_links(action, graph))}
+    identity = [_ref("parameters", name) for name in IDENTITY_HEADERS]
+    paths["/availability"] = {
+        "post": availability_operation(identity, _error_responses, _json_response)
+    }
     for item in paths.values():
         item["options"] = _preflight()
     return paths
 
 
 def _components(graph: Graph) -> dict[str, Any]:
-    schemas: dict[str, Any] = dict(_SHARED_SCHEMAS)
+    schemas: dict[str, Any] = {**_SHARED_SCHEMAS, **AVAILABILITY_SCHEMAS}
     for fqn in sorted(graph.projections):
         schemas[f"{fqn}.Row"] = row_schema(graph.projections[fqn])
     return {
@@ -783,7 +805,7 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
     ),
     "ViewSchema": object_schema(
         {
-            "schemaVersion": {"enum": [SCHEMA_VERSION, SCHEMA_1_1, SCHEMA_1_3]},
+            "schemaVersion": {"enum": [SCHEMA_VERSION, SCHEMA_1_1, SCHEMA_1_2, SCHEMA_1_3]},
             "targetProfile": {"const": TARGET_PROFILE},
             "metadata": object_schema(
                 {
@@ -865,6 +887,7 @@ _PARAMETERS: Final[Mapping[str, Any]] = {
         "ASCII characters, else 400.",
         "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
     },
+    "dryRun": DRY_RUN_PARAMETER,
     "subject": {
         "name": "subject",
         "in": "query",
@@ -890,10 +913,12 @@ _PARAMETERS: Final[Mapping[str, Any]] = {
         "in": "query",
         "required": False,
         "description": (
-            f"Comma-separated ViewSchema versions: {SCHEMA_1_1} when listed (adds `filters` "
+            f"Comma-separated ViewSchema versions, the newest listed wins: {SCHEMA_1_2} (all "
+            f"of {SCHEMA_1_1} and each row's `_availability` for the actor of X-Actor-Id and "
+            f"X-Actor-Roles, read as for actions), {SCHEMA_1_1} (adds `filters` "
             f"descriptors, `sort`, `search` and `pagination.maxPageSize`, and a projection's "
-            f"default page size; docs/http.md); {SCHEMA_1_3} when listed adds `workflow` "
-            f"to those; otherwise {SCHEMA_VERSION}, as in v0.1."
+            f"default page size; docs/http.md); {SCHEMA_1_3} (all of {SCHEMA_1_2} and the "
+            f"entity's `workflow`, docs/console.md); otherwise {SCHEMA_VERSION}, as in v0.1."
         ),
         "schema": {"type": "string"},
     },

@@ -21,6 +21,7 @@ from plugin_api.errors import BadRequest
 __all__ = [
     "LIST_PARAMETERS",
     "ListQuery",
+    "at_least",
     "binding",
     "negotiate",
     "parse_list_query",
@@ -29,9 +30,12 @@ __all__ = [
 
 SCHEMA_1_0: Final = "1.0.0"
 SCHEMA_1_1: Final = "1.1.0"
+SCHEMA_1_2: Final = "1.2.0"
+"""1.1.0 and per-row action availability (docs/http.md, "Availability")."""
 SCHEMA_1_3: Final = "1.3.0"
-LISTING_VERSIONS: Final = frozenset({SCHEMA_1_1, SCHEMA_1_3})
-"""The versions whose documents carry the list declarations of 1.1.0 (and its paging)."""
+"""1.2.0 and the entity's workflow (docs/console.md, "ViewSchema 1.3.0")."""
+NEGOTIABLE: Final = (SCHEMA_1_3, SCHEMA_1_2, SCHEMA_1_1)
+"""The versions beyond 1.0.0 a client may ask for, newest first."""
 LIST_PARAMETERS: Final = ("pageSize", "cursor", "sort", "q")
 FILTER_PREFIX: Final = "filter."
 IN_MAX_VALUES: Final = 100
@@ -95,12 +99,19 @@ def plain_query(
 
 def negotiate(values: Sequence[str]) -> str:
     """The ViewSchema version for ``acceptSchemaVersions`` (comma-separated, possibly
-    repeated): the newest listed of ``1.3.0`` and ``1.1.0``, otherwise ``1.0.0`` as in v0.1."""
+    repeated): the newest of :data:`NEGOTIABLE` listed, otherwise ``1.0.0`` as in v0.1."""
     listed = {token.strip() for value in values for token in value.split(",")}
-    for version in (SCHEMA_1_3, SCHEMA_1_1):
-        if version in listed:
-            return version
-    return SCHEMA_1_0
+    return next((version for version in NEGOTIABLE if version in listed), SCHEMA_1_0)
+
+
+def at_least(version: str, floor: str) -> bool:
+    """Whether ViewSchema ``version`` carries everything ``floor`` does (each version
+    extends the ones before it)."""
+    return _number(version) >= _number(floor)
+
+
+def _number(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
 
 
 def binding(
@@ -218,7 +229,7 @@ def parse_list_query(
         page_size = _page_size(size_text, spec)
     elif token is not None:
         page_size = spec.default_page_size or spec.max_page_size
-    elif version in LISTING_VERSIONS:
+    elif at_least(version, SCHEMA_1_1):
         page_size = spec.default_page_size
     else:
         page_size = None

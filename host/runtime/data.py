@@ -79,11 +79,20 @@ class DataRuntime:
                 )
 
     def bind(
-        self, tx: Tx, action: CompiledAction, actor: Actor, subject_id: str | None
+        self,
+        tx: Tx,
+        action: CompiledAction,
+        actor: Actor,
+        subject_id: str | None,
+        *,
+        rehearsal: bool = False,
     ) -> ActionData:
-        """The data API of one invocation."""
+        """The data API of one invocation (``rehearsal``: of a dry run, whose audit records
+        are built but not inserted, see :mod:`host.runtime.dryrun`)."""
         subject = (action.entity.fqn, subject_id) if subject_id is not None else None
-        return ActionData(self, tx, action.fqn, actor, subject)
+        data = ActionData(self, tx, action.fqn, actor, subject)
+        data.rehearsal = rehearsal
+        return data
 
 
 class ActionData:
@@ -91,7 +100,7 @@ class ActionData:
     entity store (:mod:`host.storage.store`) and the write rules
     (:mod:`host.runtime.writerules`) that the action chain follows too."""
 
-    __slots__ = ("_actor", "_cause", "_rt", "_seen", "_subject", "_tx", "writable")
+    __slots__ = ("_actor", "_cause", "_rt", "_seen", "_subject", "_tx", "rehearsal", "writable")
 
     def __init__(
         self,
@@ -111,6 +120,8 @@ class ActionData:
         self._seen: dict[tuple[str, str], str] = {}
         """The ``_version`` of every row this action read or wrote, by (entity, id)."""
         self.writable = False
+        self.rehearsal = False
+        """A dry run's: audit records are built, not inserted."""
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -294,6 +305,8 @@ class ActionData:
         record = self._rt.store.audit(
             audit_record(self._actor, self._cause, entity.fqn, record_id, inputs, outputs, now)
         )
+        if self.rehearsal:
+            return
         try:
             await run(self._tx, record)
         except ConcurrencyConflict:

@@ -28,13 +28,16 @@ from typing import Any
 from host.fieldtypes import coerce_write, now_db
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.runtime.actor import Actor
+from host.runtime.availability import Availability
 from host.runtime.context import InvocationContext
 from host.runtime.data import DataRuntime
+from host.runtime.dryrun import DryRun, dry_run_answer, refuse_unsafe, run_subscribers
+from host.runtime.gate import policy_refusals, role_refusal, state_refusal
+from host.runtime.rollback import rolled_back
 from host.runtime.writerules import (
     audit_record,
     missing_required,
     seed_new_row,
-    state_mismatch,
     transition_row,
 )
 from host.storage import (
@@ -48,7 +51,7 @@ from host.storage import (
     Tx,
 )
 from host.storage.outbox import Outbox
-from host.storage.store import EntityStore
+from host.storage.store import AuditRecord, EntityStore, Written
 from host.systemfields import new_ulid
 from plugin_api.definitions import (
     CreateAction,
@@ -60,13 +63,10 @@ from plugin_api.errors import (
     BadRequest,
     ConcurrencyConflict,
     EffectFailed,
-    InternalError,
     NotFound,
-    PolicyDenied,
     PolicySubjectRequired,
     TesseraError,
     UnknownAction,
-    WorkflowStateMismatch,
 )
 
 logger = logging.getLogger("tessera.runtime")
@@ -81,13 +81,17 @@ class _Attempt:
     """What a failed unit of work is reported with: the row it wrote (the subject's id, or
     the id given to a created row) and the value that did not render, if one did not."""
 
-    __slots__ = ("record_id", "record_index", "unrenderable")
+    __slots__ = ("audit", "record_id", "record_index", "unrenderable", "written")
 
     def __init__(self, subject_id: str | None) -> None:
         self.record_id = subject_id or ""
         self.unrenderable: Exception | None = None
         self.record_index = -1
         """Where the caller's ``record`` statement went (-1: none)."""
+        self.written: Written | None = None
+        """The row's write (what a dry run reports)."""
+        self.audit: AuditRecord | None = None
+        """The audit record (what a dry run reports)."""
 
 
 # -- inputs (pure, before any database work) ---------------------------------------------------
@@ -155,6 +159,8 @@ class ActionRuntime:
         self._schema = schema
         self._store = store or EntityStore(graph, schema, storage.dialect)
         self._data = DataRuntime(graph, self._store)
+        self.availability = Availability(graph, storage, schema, self._store, self._data)
+        """Which actions an actor may run on which rows (:mod:`host.runtime.availability`)."""
 
     def permitted(self, fqn: str, actor: Actor) -> CompiledAction:
         """Action ``fqn``, if ``actor`` holds one of its roles.
@@ -165,9 +171,9 @@ class ActionRuntime:
         action = self._graph.actions.get(fqn)
         if action is None:
             raise UnknownAction(f"Unknown action '{fqn}'")
-        required = action.definition.roles
-        if required and actor.roles.isdisjoint(required):
-            raise PolicyDenied(f"Action '{fqn}' requires one of the roles: {', '.join(required)}")
+        refusal = role_refusal(action, actor)
+        if refusal is not None:
+            raise refusal
         return action
 
     async def invoke(
@@ -217,16 +223,63 @@ class ActionRuntime:
 
         try:
             return await self._storage.unit_of_work(unit_of_work)
-        except TransientConflict as exc:
-            raise ConcurrencyConflict() from exc
-        except NothingMatched:
-            raise _lost_race(action.entity, attempt.record_id) from None
-        except StatementFailed as failed:
-            if failed.index == 0 or failed.error is attempt.unrenderable:
-                raise failed.error from None
-            if failed.index == attempt.record_index:
-                raise
-            raise _audit_failed(action, attempt.record_id, failed.error) from failed.error
+        except (TransientConflict, NothingMatched, StatementFailed) as exc:
+            failure = _failure(exc, action, attempt)
+            raise failure from failure.__cause__
+
+    async def dry_run(
+        self,
+        action: CompiledAction,
+        actor: Actor,
+        subject_id: str | None,
+        inputs: Mapping[str, Any],
+    ) -> DryRun:
+        """:meth:`run`, in a transaction that is always rolled back (docs/http.md, "Dry
+        runs"): the same chain and the row's write, the audit record built but not inserted,
+        no event deliveries but the transactional subscribers run in the transaction; answer
+        the outputs, the row as it would be written, the audit record and the subscribers'
+        outcomes.
+
+        :raises DryRunUnsupported: the action's effect, or one of its transactional
+            subscribers, is not declared dry-run safe.
+        """
+        refuse_unsafe(self._graph, action)
+        if action.kind != "create" and subject_id is None:
+            raise PolicySubjectRequired(f"Action '{action.fqn}' requires a subject; got null")
+        values = validate_inputs(action, inputs)
+        attempt = _Attempt(subject_id)
+        delivered: dict[str, str] = {}
+
+        async def rehearse(tx: Tx) -> Outputs:
+            closing = await self._run(
+                tx, action, actor, subject_id, attempt, inputs, values, rehearsal=True
+            )
+            # The row's write runs (its constraints and its guard apply); the audit record
+            # is built but not inserted: its table's ``seq`` is a database sequence, which
+            # a rollback does not give back.
+            write, *rest = closing.statements
+            if isinstance(write, Exception):
+                raise StatementFailed(0, write)
+            (rows,) = await tx.batch((write,))
+            if closing.guarded and not rows:
+                raise NothingMatched()
+            for index, step in enumerate(rest, start=1):
+                if isinstance(step, Exception):
+                    raise StatementFailed(index, step)
+            assert attempt.audit is not None
+            delivered.update(
+                await run_subscribers(self._graph, self._data, tx, action, attempt.audit)
+            )
+            return closing.result
+
+        try:
+            outputs = await rolled_back(self._storage, rehearse)
+        except (TransientConflict, NothingMatched, StatementFailed) as exc:
+            failure = _failure(exc, action, attempt)
+            raise failure from failure.__cause__
+        assert attempt.written is not None and attempt.audit is not None
+        written, audit = attempt.written, attempt.audit
+        return dry_run_answer(self._store, action, outputs, written, audit, delivered)
 
     async def _run(
         self,
@@ -237,9 +290,12 @@ class ActionRuntime:
         attempt: _Attempt,
         inputs: Mapping[str, Any],
         values: dict[str, Any],
+        *,
+        rehearsal: bool = False,
     ) -> Closing[Outputs]:
         """Policy -> subject -> custom policies -> workflow gate -> effect; the row and its
-        audit record are the statements the unit of work ends with."""
+        audit record (and the event's deliveries, unless a ``rehearsal``: a dry run) are
+        the statements the unit of work ends with."""
         entity = action.entity
         store = self._store
         render = store.renderer(entity.fqn)
@@ -259,7 +315,7 @@ class ActionRuntime:
             tx=tx,
             storage=self._storage,
             schema=self._schema,
-            data=self._data.bind(tx, action, actor, subject_id),
+            data=self._data.bind(tx, action, actor, subject_id, rehearsal=rehearsal),
         )
         await self._check_policies(action, ctx)
         await self._data.check_references(tx, actor.tenant_id, entity, values)
@@ -274,13 +330,10 @@ class ActionRuntime:
                 )
         elif isinstance(definition, TransitionAction):
             transition = action.transition
-            assert row is not None and transition is not None and entity.workflow is not None
-            current = state_mismatch(entity, transition, row)
-            if current is not None:
-                raise WorkflowStateMismatch(
-                    f"Action '{action.fqn}' applies to {entity.workflow.state_field} in "
-                    f"{', '.join(transition.sources)}; the subject is '{current}'"
-                )
+            assert row is not None and transition is not None
+            refusal = state_refusal(action, row)
+            if refusal is not None:
+                raise refusal
             transition_row(entity, transition, values, ctx.write, actor, now)
         else:
             for name, value in values.items():
@@ -299,6 +352,7 @@ class ActionRuntime:
                 entity.fqn, actor.tenant_id, subject_id, row["_version"], ctx.pending, now
             )
         record_id = written.id
+        attempt.written = written
         # The row, then its audit record. A value that does not render, or an audit record
         # that cannot be built, fails in the audit record's place: after the row's write,
         # so that a lost race is still reported first.
@@ -310,15 +364,14 @@ class ActionRuntime:
         event_id = new_ulid()
         audit: Statement | Exception
         try:
-            audit = store.audit(
-                audit_record(
-                    actor, action.fqn, entity.fqn, record_id, inputs, outputs, now, event_id
-                )
+            attempt.audit = audit_record(
+                actor, action.fqn, entity.fqn, record_id, inputs, outputs, now, event_id
             )
+            audit = store.audit(attempt.audit)
         except Exception as exc:
             audit = exc
         deliveries = None
-        if self._outbox is not None:
+        if self._outbox is not None and not rehearsal:
             deliveries = self._outbox.statement(
                 action.fqn, event_id, actor.tenant_id, entity.fqn, record_id
             )
@@ -328,21 +381,9 @@ class ActionRuntime:
     # -- chain steps ----------------------------------------------------------------------
 
     async def _check_policies(self, action: CompiledAction, ctx: InvocationContext) -> None:
-        for name in action.definition.policies:
-            registered = self._graph.policies[name]
-            try:
-                verdict = registered.handler(ctx)
-                if inspect.isawaitable(verdict):
-                    verdict = await verdict
-            except TesseraError:
-                raise
-            except Exception as exc:
-                logger.exception(
-                    "custom policy %r of %s raised", name, registered.plugin.describe()
-                )
-                raise InternalError() from exc
-            if verdict is not True:
-                raise PolicyDenied(f"Policy '{name}' denied action '{action.fqn}'")
+        (refusal,) = await policy_refusals(self._graph, action, (ctx,))
+        if refusal is not None:
+            raise refusal
 
     async def _run_effect(self, action: CompiledAction, ctx: InvocationContext) -> None:
         name = action.definition.effect
@@ -373,6 +414,27 @@ class ActionRuntime:
         if action.kind != "create":
             outputs["_version"] = version
         return outputs
+
+
+def _failure(
+    exc: TransientConflict | NothingMatched | StatementFailed,
+    action: CompiledAction,
+    attempt: _Attempt,
+) -> Exception:
+    """What a unit of work's failure is answered with (its cause as ``__cause__``)."""
+    if isinstance(exc, TransientConflict):
+        conflict = ConcurrencyConflict()
+        conflict.__cause__ = exc
+        return conflict
+    if isinstance(exc, NothingMatched):
+        return _lost_race(action.entity, attempt.record_id)
+    if exc.index == 0 or exc.error is attempt.unrenderable:
+        return exc.error
+    if exc.index == attempt.record_index:
+        return exc
+    failed = _audit_failed(action, attempt.record_id, exc.error)
+    failed.__cause__ = exc.error
+    return failed
 
 
 def _audit_failed(action: CompiledAction, record_id: str, exc: Exception) -> AuditEmissionFailed:

@@ -230,9 +230,10 @@ class Tx:
         return outcome.results[0]
 
     async def batch(
-        self, statements: Sequence[Statement], *, stop_on_empty: bool = False
+        self, statements: Sequence[Statement | Exception], *, stop_on_empty: bool = False
     ) -> list[Sequence[Sequence[Any]]]:
-        """Run ``statements`` in order; the rows of each one run.
+        """Run ``statements`` in order; the rows of each one run (an exception in their
+        place fails there, as in a :class:`Closing`).
 
         ``stop_on_empty``: stop after the first statement that returns no row (the results
         are then shorter, or end with an empty one).

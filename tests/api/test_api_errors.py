@@ -37,6 +37,7 @@ def test_the_additions_keep_their_status_and_kind() -> None:
     assert [(e.__name__, e.status, e.kind) for e in EXTENDED_ERRORS] == [
         ("UnsupportedMediaType", 415, "BadRequest"),
         ("IdempotencyKeyReused", 422, "IdempotencyKeyReused"),
+        ("DryRunUnsupported", 422, "DryRunUnsupported"),
         ("ServiceUnavailable", 503, "ServiceUnavailable"),
         ("Unauthenticated", 401, "Unauthenticated"),
     ]

@@ -50,8 +50,9 @@ def test_the_sample_document_validates(document: dict[str, Any]) -> None:
     OpenAPIV31SpecValidator(document).validate()
     assert document["openapi"] == "3.1.0"
     operations = [(m, p) for p, item in document["paths"].items() for m in item if m != "options"]
-    # health, ready, openapi, 9 projections (helpdesk.notification.inbox: issue 16), 14 actions
-    assert len(operations) == 26
+    # health, ready, openapi, 9 projections (helpdesk.notification.inbox: issue 16), 14 actions,
+    # availability (issue 27)
+    assert len(operations) == 27
 
 
 def test_a_reference_field_is_a_string_naming_its_target(document: dict[str, Any]) -> None:
@@ -120,7 +121,9 @@ def test_subject_and_inputs_per_action_kind(document: dict[str, Any]) -> None:
 def test_outputs_per_action_kind(document: dict[str, Any]) -> None:
     def outputs(fqn: str) -> dict[str, Any]:
         schema = operation(document, f"/actions/{fqn}")["responses"]["200"]["content"]
-        found: dict[str, Any] = schema["application/json"]["schema"]["properties"]["outputs"]
+        ran, rehearsed = schema["application/json"]["schema"]["oneOf"]
+        found: dict[str, Any] = ran["properties"]["outputs"]
+        assert rehearsed["properties"]["outputs"] == found  # a dry run's (issue 27)
         return found
 
     create = outputs("helpdesk.ticket.create")
@@ -162,7 +165,7 @@ def test_error_kinds_per_operation(document: dict[str, Any]) -> None:
 def test_identity_headers_and_cors(document: dict[str, Any]) -> None:
     op = operation(document, "/actions/helpdesk.ticket.start")
     refs = [p["$ref"].rsplit("/", 1)[1] for p in op["parameters"]]
-    assert refs == ["X-Tenant-ID", "X-Actor-Id", "X-Actor-Roles", "Idempotency-Key"]
+    assert refs == ["X-Tenant-ID", "X-Actor-Id", "X-Actor-Roles", "Idempotency-Key", "dryRun"]
     assert document["components"]["parameters"]["X-Tenant-ID"]["required"] is True
     headers = op["responses"]["403"]["headers"]
     assert "Access-Control-Allow-Origin" in headers and "X-Request-Id" in headers
@@ -207,3 +210,22 @@ async def test_served_and_printed_alike(
     monkeypatch.setenv("TESSERA_API_PREFIX", "/v1")
     assert cli.main(["openapi"]) == 0
     assert json.loads(capsys.readouterr().out) == served.json
+
+
+def test_availability_and_dry_runs_are_described(document: dict[str, Any]) -> None:
+    """Issue 27: the 1.2.0 row's ``_availability``, ``POST /availability`` and ``dryRun``."""
+    schemas = document["components"]["schemas"]
+    assert "1.2.0" in schemas["ViewSchema"]["properties"]["schemaVersion"]["enum"]
+    row = schemas["helpdesk.ticket.queue.Row"]
+    assert row["properties"]["_availability"] == {"$ref": "#/components/schemas/RowAvailability"}
+    assert "_availability" not in row["required"]
+    question = operation(document, "/availability")
+    assert kinds(document, "/availability")[400] == ["BadRequest"]
+    body = question["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/AvailabilityQuestion"}
+    assert schemas["AvailabilityQuestion"]["properties"]["subjects"]["maxItems"] == 100
+    assert kinds(document, "/actions/billing.invoice.issue")[422] == [
+        "DryRunUnsupported",
+        "IdempotencyKeyReused",
+    ]
+    assert kinds(document, "/actions/helpdesk.ticket.start")[422] == ["IdempotencyKeyReused"]

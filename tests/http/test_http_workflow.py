@@ -63,3 +63,22 @@ async def test_the_newest_listed_version_wins_and_older_ones_are_unchanged(host:
             "helpdesk.ticket.queue", query={"acceptSchemaVersions": version}
         )
         assert "workflow" not in result.json
+
+
+async def test_1_3_0_carries_the_rows_availability_of_1_2_0(host: Host) -> None:
+    client = host.client(tenant="t1", roles=["agent"])
+    created = await client.action("helpdesk.ticket.create", inputs={"title": "x"})
+    ticket = created.json["outputs"]["id"]
+    detail: dict[str, object] = {}
+    for version in ("1.2.0", "1.3.0"):
+        answer = await client.projection(
+            "helpdesk.ticket.detail", subject=ticket, query={"acceptSchemaVersions": version}
+        )
+        assert answer.status == 200, answer.json
+        detail[version] = answer.item["_availability"]  # type: ignore[index]
+    assert detail["1.3.0"] == detail["1.2.0"]
+    assert detail["1.3.0"]["helpdesk.ticket.start"] == {"enabled": True}
+    v11 = await client.projection(
+        "helpdesk.ticket.detail", subject=ticket, query={"acceptSchemaVersions": "1.1.0"}
+    )
+    assert "_availability" not in v11.item  # type: ignore[operator]

@@ -23,10 +23,11 @@ from plugin_api import (
     ListOptions,
     Projection,
     WorkflowStateMismatch,
+    dry_run_safe,
     hookimpl,
 )
 
-TESSERA_PLUGIN_API = "1.3"  # ctx.data and reference fields
+TESSERA_PLUGIN_API = "1.7"  # ctx.data and reference fields (1.3), dry_run_safe (1.7)
 CHARGE = "billing.charge"
 TICKET = "helpdesk.ticket"
 
@@ -63,6 +64,7 @@ PROJECTIONS: tuple[Projection, ...] = (
 
 
 # docs:start invoice-ticket-effect
+@dry_run_safe  # it reads and writes through ctx.data only
 async def invoice_ticket(ctx: ActionContext) -> None:
     """Invoice a billable ticket once: create the invoice, link it, record it on the ticket."""
     ticket_id = ctx.changes["ticket"]  # the host checked it exists in this tenant

@@ -21,8 +21,11 @@ from plugin_api import (
     TransitionAction,
     UpdateAction,
     Workflow,
+    dry_run_safe,
     hookimpl,
 )
+
+TESSERA_PLUGIN_API = "1.7"  # dry_run_safe
 
 INVOICE = "billing.invoice"
 NUMBER_SEQUENCE = "billing.invoice.number"
@@ -154,6 +157,7 @@ DESK = Projection(
 
 
 # docs:start assign-number-effect
+@dry_run_safe  # the counter is a row of the action's transaction: a dry run gives it back
 async def assign_number(ctx: ActionContext) -> None:
     """Give the invoice the tenant's next number: INV-00001, INV-00002, ..."""
     number = await ctx.next_sequence(NUMBER_SEQUENCE)

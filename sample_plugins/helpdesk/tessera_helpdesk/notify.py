@@ -19,6 +19,7 @@ from plugin_api import (
     ReadAccess,
     RowScope,
     Subscriber,
+    dry_run_safe,
 )
 
 TICKET = "helpdesk.ticket"
@@ -53,6 +54,7 @@ inbox = Projection(
 
 
 # docs:start notify-subscriber
+@dry_run_safe  # it writes through ctx.data only: a dry run's rollback undoes it
 async def notify_requester(ctx: EventContext) -> None:
     """Record a notification for the requester of the resolved ticket (if it has one).
 

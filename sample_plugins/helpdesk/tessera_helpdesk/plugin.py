@@ -17,7 +17,9 @@ from plugin_api import (
     FieldType,
     Filter,
     ListOptions,
+    PolicyDenied,
     PolicyHandler,
+    PolicyVerdict,
     Projection,
     ReadAccess,
     ReadContext,
@@ -30,15 +32,19 @@ from plugin_api import (
     UpdateAction,
     Workflow,
     WorkflowStateMismatch,
+    batch_policy,
+    dry_run_safe,
     hookimpl,
 )
 
 # docs:end helpdesk-imports
 from tessera_helpdesk import notify
 
-TESSERA_PLUGIN_API = "1.6"
+TESSERA_PLUGIN_API = "1.7"
 """The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``, ``ListOptions``; 1.5: event
-subscribers; 1.6: ``Condition`` with ``operator``, the one condition type)."""
+subscribers; 1.6: ``Condition`` with ``operator``, the one condition type; 1.7:
+``dry_run_safe``, ``batch_policy``)."""
+OPEN_TICKET_LIMIT = 3
 
 TICKET = "helpdesk.ticket"
 EDITABLE = ("title", "description", "priority", "estimate_hours", "due_at", "billable", "budget")
@@ -241,6 +247,7 @@ def own_ticket(ctx: ActionContext) -> bool:
 
 
 # docs:start escalate-effect
+@dry_run_safe  # it changes the ticket through the runtime only
 def escalate(ctx: ActionContext) -> None:
     """Raise the ticket's priority to ``urgent``; a closed ticket cannot be escalated."""
     assert ctx.subject is not None
@@ -250,6 +257,38 @@ def escalate(ctx: ActionContext) -> None:
 
 
 # docs:end escalate-effect
+
+
+# An example batch policy (not registered here: the plugin's tests register it for an action
+# of their own, see docs/writing-plugins.md, "Availability and dry runs").
+# docs:start batch-policy
+@batch_policy
+async def open_ticket_limit(contexts: Sequence[ActionContext]) -> Sequence[PolicyVerdict]:
+    """A requester may have at most OPEN_TICKET_LIMIT open tickets: reopening one more is
+    refused, with the reason. One read answers for every ticket asked about."""
+    requesters = sorted({c.subject["requester"] for c in contexts if c.subject is not None})
+    open_now = await contexts[0].data.find(
+        TICKET,
+        Condition(field="requester", operator="in", value=requesters),
+        Condition(field="state", operator="eq", value="open"),
+        limit=1000,
+    )
+    count = {name: 0 for name in requesters}
+    for row in open_now:
+        count[row["requester"]] += 1
+    verdicts: list[PolicyVerdict] = []
+    for ctx in contexts:
+        requester = ctx.subject["requester"] if ctx.subject is not None else None
+        if requester is not None and count[requester] >= OPEN_TICKET_LIMIT:
+            verdicts.append(
+                PolicyDenied(f"{requester} already has {OPEN_TICKET_LIMIT} open tickets")
+            )
+        else:
+            verdicts.append(True)
+    return verdicts
+
+
+# docs:end batch-policy
 
 
 # An example read policy (not registered here: the plugin's tests register it for a

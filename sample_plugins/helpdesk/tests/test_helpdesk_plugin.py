@@ -145,3 +145,33 @@ async def test_a_read_policy_denies_or_restricts_rows(tessera: TesseraHarness) -
     assert [item["id"] for item in guest.items] == [first]
     refused = await agent.as_(roles=["suspended"]).projection("board.tickets")
     assert (refused.status, refused.error_kind) == (403, "PolicyDenied")
+
+
+# --- a batch policy: asked about a whole page at once ----------------------------------------
+
+
+from tessera_helpdesk.limits import Limits  # noqa: E402
+
+
+async def test_a_batch_policy_gives_its_reason_per_row(tessera: TesseraHarness) -> None:
+    host = await tessera.start(plugins=["helpdesk"], extra=[("limits", Limits())])
+    agent = host.client(tenant="acme", actor="alice", roles=["agent"])
+    rita = agent.as_(actor="rita", roles=["requester"])
+    resolved = []
+    for n in range(2):
+        ticket = await open_ticket(rita, f"Resolved {n}")
+        for step in ("start", "resolve"):
+            assert (await agent.action(f"{TICKET}.{step}", subject=ticket)).status == 200
+        resolved.append(ticket)
+    for n in range(3):
+        await open_ticket(rita, f"Open {n}")
+    page = await agent.projection("limits.tickets", query={"acceptSchemaVersions": "1.2.0"})
+    cells = {item["id"]: item["_availability"]["limits.reopen"] for item in page.items}
+    refused = {
+        "enabled": False,
+        "kind": "PolicyDenied",
+        "message": "rita already has 3 open tickets",
+    }
+    assert [cells[ticket] for ticket in resolved] == [refused, refused]
+    answer = await agent.action("limits.reopen", subject=resolved[0], entity=TICKET)
+    assert (answer.status, answer.json["error"]["message"]) == (403, refused["message"])

@@ -1,0 +1,44 @@
+"""Every table's rows (and, on PostgreSQL, every sequence's state) of a test's database, read
+through a connection of its own: what "the database is byte-identical" compares."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import asyncpg
+
+from host.storage.database import database_file
+
+
+async def dump(url: str) -> dict[str, list[tuple[object, ...]]]:
+    """Table (or sequence) name -> its rows, sorted, as the driver returns them."""
+    path = database_file(url)
+    if path is not None:
+        with sqlite3.connect(path) as conn:
+            names = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                )
+            ]
+            tables = {
+                name: sorted(conn.execute(f'SELECT * FROM "{name}"'), key=repr) for name in names
+            }
+        conn.close()
+        return tables
+    conn = await asyncpg.connect(url)
+    try:
+        dumped: dict[str, list[tuple[object, ...]]] = {}
+        for record in await conn.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
+        ):
+            name = record[0]
+            rows = await conn.fetch(f'SELECT * FROM "{name}"')
+            dumped[name] = sorted((tuple(row) for row in rows), key=repr)
+        for record in await conn.fetch(
+            "SELECT sequencename, last_value FROM pg_sequences WHERE schemaname = 'public'"
+        ):
+            dumped[f"sequence {record[0]}"] = [(record[1],)]
+        return dumped
+    finally:
+        await conn.close()
