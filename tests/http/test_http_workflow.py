@@ -3,6 +3,8 @@ transitions), for renderers that draw state badges and the diagram (the console 
 
 from __future__ import annotations
 
+from typing import Any
+
 from plugin_api.testing import Host
 
 V13 = {"acceptSchemaVersions": "1.3.0"}
@@ -69,7 +71,7 @@ async def test_1_3_0_carries_the_rows_availability_of_1_2_0(host: Host) -> None:
     client = host.client(tenant="t1", roles=["agent"])
     created = await client.action("helpdesk.ticket.create", inputs={"title": "x"})
     ticket = created.json["outputs"]["id"]
-    detail: dict[str, object] = {}
+    detail: dict[str, Any] = {}
     for version in ("1.2.0", "1.3.0"):
         answer = await client.projection(
             "helpdesk.ticket.detail", subject=ticket, query={"acceptSchemaVersions": version}
