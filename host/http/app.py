@@ -19,6 +19,7 @@ from host.http.cors import CorsMiddleware
 from host.http.document import detail_document, offer
 from host.http.draining import Draining, stop_all_on_sigterm
 from host.http.envelope import JSON, error_body, error_bytes
+from host.http.history import AS_OF, item_as_of, register_history
 from host.http.lists import list_response
 from host.http.media import require_json
 from host.http.openapi import openapi_text
@@ -188,10 +189,15 @@ def create_app(
                 content_type=JSON,
             )
         item = await reads.one(compiled, tenant, subject, scope)
+        as_of = request.args.get(AS_OF)
+        if as_of is not None:  # docs/history.md, "As of"
+            item = await item_as_of(service(), compiled, tenant, item, as_of)
         document = template.render_detail(tenant, generated_at, item)
         if version == SCHEMA_1_1:
             document = offer(detail_document(document, spec), offered)
         return json_response(document)
+
+    register_history(app, prefix, templates, gate, service)
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:

@@ -32,6 +32,7 @@ from host.runtime.context import InvocationContext
 from host.runtime.data import DataRuntime
 from host.runtime.writerules import (
     audit_record,
+    field_changes,
     missing_required,
     seed_new_row,
     state_mismatch,
@@ -310,9 +311,19 @@ class ActionRuntime:
         event_id = new_ulid()
         audit: Statement | Exception
         try:
+            changes = field_changes(render, row, ctx.pending, written.version)
             audit = store.audit(
                 audit_record(
-                    actor, action.fqn, entity.fqn, record_id, inputs, outputs, now, event_id
+                    actor,
+                    action.fqn,
+                    entity.fqn,
+                    record_id,
+                    inputs,
+                    outputs,
+                    now,
+                    event_id,
+                    version=written.version,
+                    changes=changes,
                 )
             )
         except Exception as exc:

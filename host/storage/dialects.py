@@ -31,6 +31,13 @@ class Dialect:
     """Whether two writes can run as one statement (:meth:`chained`)."""
     embedded: ClassVar[bool] = False
     """Whether the database is a local file of this process's machine (no server)."""
+    transaction_position: ClassVar[str] = "0"
+    """SQL of the writing transaction's id, stored with each audit record (``xact``): a
+    reader of the audit log never reads past the oldest transaction still open
+    (:mod:`host.storage.auditlog`). ``0`` where writers are serialised (SQLite)."""
+    oldest_open_transaction: ClassVar[str | None] = None
+    """SQL answering the id below which every transaction has ended (``None``: writers are
+    serialised, every committed record is final)."""
 
     def __init__(self, engine: SqlAlchemyDialect) -> None:
         self.engine = engine
@@ -122,6 +129,8 @@ class _SQLite(Dialect):
 class _PostgreSQL(Dialect):
     name = "postgresql"
     chains_writes = True
+    transaction_position = "pg_current_xact_id()::text::bigint"
+    oldest_open_transaction = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 
     def placeholder(self, position: int) -> str:
         return f"${position}"
