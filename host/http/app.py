@@ -14,6 +14,7 @@ from host.config import Settings
 from host.errors import StartupError
 from host.fieldtypes import now_db, render_datetime
 from host.graph import Graph, build_graph
+from host.http.audit import register_audit
 from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
 from host.http.document import detail_document, offer
@@ -198,6 +199,7 @@ def create_app(
         return json_response(document)
 
     register_history(app, prefix, templates, gate, service)
+    register_audit(app, prefix, settings, service)
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:

@@ -26,7 +26,7 @@ from host.runtime.access import ReadGate
 from host.runtime.history import history_item, parse_as_of, row_as_of
 from host.service import Service
 from host.storage.auditlog import AuditEntry, AuditLog
-from plugin_api.errors import BadRequest, NotFound, ProjectionNotFound
+from plugin_api.errors import BadRequest, NotFound, PolicyDenied, ProjectionNotFound
 
 __all__ = ["AS_OF", "item_as_of", "register_history"]
 
@@ -70,6 +70,21 @@ def _cursor() -> int | None:
     if not (text.isascii() and text.isdigit()):
         raise BadRequest("cursor must be the pagination.nextCursor of the previous page")
     return int(text)
+
+
+def _may_read_history(service: Service) -> None:
+    """``TESSERA_HISTORY_ROLES``, when set: the reader needs one of them (403 otherwise)."""
+    roles = service.settings.history_roles
+    if not roles:
+        return
+    headers = request.headers
+    actor = resolve_actor(
+        headers.getlist("X-Tenant-ID"),
+        headers.getlist("X-Actor-Id"),
+        headers.getlist("X-Actor-Roles"),
+    )
+    if actor.roles.isdisjoint(roles):
+        raise PolicyDenied(f"Record history requires one of the roles: {', '.join(roles)}")
 
 
 async def _visible_row(
@@ -118,6 +133,7 @@ async def item_as_of(
     :raises BadRequest: ``text`` is neither, or not a version of this row (see
         :func:`host.runtime.history.row_as_of`).
     """
+    _may_read_history(service)
     target = parse_as_of(text)
     if item is None:
         return None
@@ -144,6 +160,7 @@ def register_history(
             raise BadRequest("Missing required query parameter subject")
         page_size, before = _page_size(), _cursor()
         running = service()
+        _may_read_history(running)
         tenant, row = await _visible_row(running, gate, template, subject)
         if row is None:
             raise NotFound(f"No {template.projection.entity.fqn} with id '{subject}'")

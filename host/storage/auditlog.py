@@ -40,9 +40,9 @@ from host.storage.evolution import read_columns
 from host.storage.schema import Schema
 from host.storage.store import Runner
 
-__all__ = ["AuditEntry", "AuditLog", "Position", "add_audit_columns", "row_history"]
+__all__ = ["STORED", "AuditEntry", "AuditLog", "Position", "add_audit_columns", "row_history"]
 
-_FIELDS: Final = (
+STORED: Final = (  # the columns every read selects, in this order
     "xact",
     "seq",
     "id",
@@ -123,7 +123,7 @@ class AuditEntry:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> AuditEntry:
-        values = dict(zip(_FIELDS, row, strict=True))
+        values = dict(zip(STORED, row, strict=True))
         outputs = json.loads(values["outputs"])
         version = values["version"]
         if version is None and isinstance(outputs, dict):
@@ -149,7 +149,7 @@ class AuditEntry:
 
 @lru_cache(maxsize=64)
 def _row_history_sql(dialect: Dialect, table: str) -> str:
-    columns = ", ".join(dialect.quote(name) for name in _FIELDS)
+    columns = ", ".join(dialect.quote(name) for name in STORED)
     mark = dialect.placeholders(5)
     return (
         f"SELECT {columns} FROM {dialect.quote(table)} WHERE tenant_id = {mark[0]} "
@@ -185,7 +185,7 @@ class AuditLog:
         self._dialect = dialect = storage.dialect
         self._table = schema.audit.name
         self._horizon_sql = dialect.oldest_open_transaction
-        columns = ", ".join(dialect.quote(name) for name in _FIELDS)
+        columns = ", ".join(dialect.quote(name) for name in STORED)
         mark = dialect.placeholders(5)
         self._after_sql = (
             f"SELECT {columns} FROM {dialect.quote(self._table)} WHERE tenant_id = {mark[0]} "
@@ -205,12 +205,22 @@ class AuditLog:
         """At most ``limit`` records of ``tenant`` after ``position`` (``None``: from the
         first), in position order, never past a transaction still open: a walk that resumes
         after the last position it read never skips a record (see the module's docs)."""
-        start = position or START
         horizon = await self.horizon()  # its own statement: the read below sees all below it
-        rows = await self._storage.rows(
-            self._after_sql, (tenant, start.xact, start.seq, horizon, limit)
-        )
+        rows = await self.stored_after(self._storage, tenant, position, horizon, limit)
         return [AuditEntry.from_row(row) for row in rows]
+
+    async def stored_after(
+        self,
+        runner: Runner,
+        tenant: str,
+        position: Position | None,
+        horizon: int,
+        limit: int,
+    ) -> Sequence[Sequence[Any]]:
+        """:meth:`after` as stored (columns :data:`STORED`, JSON as text), on ``runner``,
+        below a ``horizon`` the caller read in an earlier statement."""
+        start = position or START
+        return await runner.rows(self._after_sql, (tenant, start.xact, start.seq, horizon, limit))
 
     async def of_row(
         self, tenant: str, entity: str, subject_id: str, before_seq: int | None, limit: int

@@ -20,6 +20,7 @@ from host.config import Settings
 from host.graph import build_graph
 from host.service import Service
 from host.storage.auditlog import AuditEntry, AuditLog, Position
+from host.storage.database import Tx
 from host.storage.store import AuditRecord
 from host.systemfields import new_ulid
 
@@ -61,6 +62,13 @@ def record_statement(service: Service, subject: str) -> tuple[str, tuple[Any, ..
     return sql, tuple(args)
 
 
+async def write(service: Service, statement: tuple[str, tuple[Any, ...]]) -> None:
+    async def work(tx: Tx) -> None:
+        await tx.rows(*statement)
+
+    await service.storage.transaction(work)
+
+
 async def walk(log: AuditLog, after: Position | None, limit: int = 3) -> list[AuditEntry]:
     """Every record readable now after ``after``, page by page."""
     read: list[AuditEntry] = []
@@ -76,8 +84,7 @@ async def test_a_walk_reads_every_record_once_in_position_order(service: Service
     log = AuditLog(service.storage, service.schema)
     subjects = [new_ulid() for _ in range(10)]
     for subject in subjects:
-        sql, args = record_statement(service, subject)
-        await service.storage.transaction(lambda tx, s=sql, a=args: tx.rows(s, a))
+        await write(service, record_statement(service, subject))
 
     read = await walk(log, None)
 
