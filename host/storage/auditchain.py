@@ -222,10 +222,12 @@ class _Statements:
             f"WHERE tenant_id = {m[0]} AND n = {m[1]}"
         )
         self.tenants = f"SELECT DISTINCT tenant_id FROM {audit}"
-        self.delete_records = (
-            f"DELETE FROM {audit} WHERE tenant_id = {m[0]} AND (xact, seq) <= ({m[1]}, {m[2]})"
-        )
-        self.delete_seals = f"DELETE FROM {seals} WHERE tenant_id = {m[0]} AND n <= {m[1]}"
+        # The anchor's own record stays: SQLite would hand its rowid (``seq``) out again if
+        # the newest record went, and later records must come after the anchor.
+        before = f"tenant_id = {m[0]} AND (xact, seq) < ({m[1]}, {m[2]})"
+        self.count_records = f"SELECT COUNT(*) FROM {audit} WHERE {before}"
+        self.delete_records = f"DELETE FROM {audit} WHERE {before}"
+        self.delete_seals = f"DELETE FROM {seals} WHERE tenant_id = {m[0]} AND n < {m[1]}"
         self.delete_anchor = f"DELETE FROM {anchors} WHERE tenant_id = {m[0]}"
         self.anchor_insert = (
             f"INSERT INTO {anchors} (tenant_id, n, record_id, xact, seq, hash, pruned_at) "
@@ -454,9 +456,10 @@ async def prune(
     checkpoints: Sequence[Checkpoint],
     progress: Callable[[str], None] = lambda _line: None,
 ) -> int:
-    """Remove ``tenant``'s records up to the last checkpoint whose record was written
-    before ``before`` (database datetime text); that record's seal becomes the anchor the
-    chain restarts from. Returns how many records went.
+    """Remove ``tenant``'s records before the last checkpoint whose record was written
+    before ``before`` (database datetime text) and precedes every event still waiting for
+    delivery; that record stays, and its seal becomes the anchor the chain continues from.
+    Returns how many records went.
 
     Only sealed, checkpointed records go, so :func:`verify` still holds afterwards."""
     sql = _Statements(storage.dialect, schema.audit.name)
@@ -464,23 +467,32 @@ async def prune(
     audit = storage.dialect.quote(schema.audit.name)
     mark = storage.dialect.placeholders(1)[0]
     created = f"SELECT created_at FROM {audit} WHERE id = {mark}"
+    # An event still waiting for delivery needs its record (the dispatcher reads it).
+    deliveries = storage.dialect.quote(schema.deliveries.name)
+    waiting = await storage.rows(
+        f"SELECT a.xact, a.seq FROM {deliveries} d JOIN {audit} a ON a.id = d.event_id "
+        f"WHERE d.tenant_id = {mark} ORDER BY a.xact, a.seq LIMIT 1",
+        (tenant,),
+    )
+    keep = Position(int(waiting[0][0]), int(waiting[0][1])) if waiting else None
     for count in counts:
         seal = await storage.rows(sql.seal_at, (tenant, count))
         if not seal:
             continue
         record_id, xact, seq, hash_ = seal[0]
+        if keep is not None and Position(int(xact), int(seq)) >= keep:
+            continue
         written = await storage.rows(created, (record_id,))
         if written and str(written[0][0]) < before:
             break
     else:
         progress(f"{tenant}: nothing to prune")
         return 0
-    anchor = await storage.rows(sql.anchor, (tenant,))
-    already = int(anchor[0][0]) if anchor else 0
 
-    async def cut(tx: Tx) -> None:
+    async def cut(tx: Tx) -> int:
         if sql.lock is not None:
             await tx.rows(sql.lock)
+        ((removed,),) = await tx.rows(sql.count_records, (tenant, xact, seq))
         await tx.batch(
             [
                 (sql.delete_anchor, (tenant,)),
@@ -489,10 +501,12 @@ async def prune(
                 (sql.delete_seals, (tenant, count)),
             ]
         )
+        return int(removed)
 
-    await storage.transaction(cut)
-    removed = count - already
-    progress(f"{tenant}: {removed} records up to #{count} removed; the chain restarts there")
+    removed = await storage.transaction(cut)
+    progress(
+        f"{tenant}: {removed} records before #{count} removed; the chain continues from #{count}"
+    )
     return removed
 
 
