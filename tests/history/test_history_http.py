@@ -4,10 +4,22 @@ paging; the reader's row scope; ``asOf`` against snapshots of the detail taken o
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
+from plugin_api import (
+    Action,
+    ActionContext,
+    CreateAction,
+    EffectHandler,
+    Entity,
+    Field,
+    FieldType,
+    hookimpl,
+)
 from plugin_api.testing import Client, Host, Result, TesseraHarness
 
 TICKET = "helpdesk.ticket"
@@ -249,3 +261,126 @@ async def test_as_of_a_row_the_reader_may_not_see_is_the_detail_of_no_row(host: 
 
     assert result.status == 200
     assert result.item is None
+
+
+async def test_records_written_before_history_was_kept_show_what_they_have(
+    tessera: TesseraHarness,
+) -> None:
+    """A database whose audit table predates issue 26 gets the new columns at start; its
+    records show no changes (and the version an update reported), and asOf cannot go back
+    across them."""
+    import sqlalchemy as sa
+    from databases import Database
+    from sqlalchemy.schema import CreateTable
+
+    old = sa.MetaData()
+    sa.Table(
+        "tessera_audit",
+        old,
+        sa.Column(
+            "seq",
+            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+            primary_key=True,
+            autoincrement=True,
+        ),
+        *(
+            sa.Column(name, sa.Text, nullable=False)
+            for name in ("id", "tenant_id", "actor_id", "roles", "action", "entity")
+        ),
+        *(
+            sa.Column(name, sa.Text, nullable=False)
+            for name in ("subject_id", "inputs", "outputs", "graph_hash", "created_at")
+        ),
+    )
+    async with Database(tessera.database_url) as db:
+        for table in old.sorted_tables:
+            await db.execute(CreateTable(table))
+    host = await tessera.start(plugins=["helpdesk"])
+    agent = host.client(actor="ann", roles=["agent"])
+    ticket = (await ok(await agent.action(f"{TICKET}.create", inputs={"title": "old"})))["id"]
+    edited = await ok(await agent.action(f"{TICKET}.edit", subject=ticket, inputs={"title": "x"}))
+    first = (await detail(agent, ticket)).item
+    assert first is not None
+    async with Database(tessera.database_url) as db:  # as an older host wrote them
+        await db.execute("UPDATE tessera_audit SET version = NULL, changes = NULL")
+    await ok(await agent.action(f"{TICKET}.edit", subject=ticket, inputs={"title": "new"}))
+
+    items = (await history(agent, ticket)).json["data"]["items"]
+
+    assert [item["changes"] for item in items] == [
+        {"title": {"before": "x", "after": "new"}},
+        None,
+        None,
+    ]
+    assert [item["versionAfter"] for item in items][1:] == [edited["_version"], None]
+    assert items[0]["versionBefore"] == edited["_version"]
+    back = await detail(agent, ticket, asOf=edited["_version"])
+    assert back.item == first
+    too_far = await detail(agent, ticket, asOf=items[2]["at"])
+    assert too_far.status == 400
+    assert "does not hold the values" in too_far.json["error"]["message"]
+
+
+class HistoryReader:
+    """A plugin whose create action records what ``ctx.data.history`` says of a ticket."""
+
+    note = Entity(
+        fqn="lab.note",
+        fields=(
+            Field(name="ticket", type=FieldType.REFERENCE, target=TICKET),
+            Field(name="seen", type=FieldType.STRING, nullable=True),
+        ),
+    )
+
+    @hookimpl
+    def tessera_entities(self) -> Sequence[Entity]:
+        return (self.note,)
+
+    @hookimpl
+    def tessera_actions(self) -> Sequence[Action]:
+        return (
+            CreateAction(
+                fqn="lab.note.create", entity="lab.note", inputs=("ticket",), effect="lab.look"
+            ),
+        )
+
+    @hookimpl
+    def tessera_effects(self) -> Mapping[str, EffectHandler]:
+        async def look(ctx: ActionContext) -> None:
+            ticket = ctx.changes["ticket"]
+            newest = await ctx.data.history(TICKET, ticket, limit=2)
+            older = await ctx.data.history(TICKET, ticket, before=newest[-1].seq)
+            records = [*newest, *older]
+            with pytest.raises(ValueError):
+                await ctx.data.history(TICKET, ticket, limit=0)
+            summary = [
+                [r.action, r.actor_id, r.version_before, r.version_after, r.changes]
+                for r in records
+            ]
+            ctx.set("seen", json.dumps(summary))
+
+        return {"lab.look": look}
+
+
+async def test_the_data_api_reads_a_rows_history(tessera: TesseraHarness) -> None:
+    host = await tessera.start(
+        plugins=["helpdesk", "billing", "billing_helpdesk"], extra=[("lab", HistoryReader())]
+    )
+    ticket, snapshots = await _story(host)
+    agent = host.client(actor="ann", roles=["agent"])
+
+    created = await ok(await agent.action("lab.note.create", inputs={"ticket": ticket}))
+
+    seen = json.loads(created["seen"])
+    assert [row[0] for row in seen] == [
+        f"{TICKET}.resolve",
+        "billing.charge.create",
+        f"{TICKET}.start",
+        f"{TICKET}.edit",
+        f"{TICKET}.create",
+    ]
+    versions = [s["_version"] for s in snapshots]
+    assert [row[3] for row in reversed(seen)] == versions
+    assert [row[2] for row in reversed(seen)] == [None, *versions[:-1]]
+    assert seen[1][4]["invoice"][0] is None and seen[1][4]["invoice"][1] is not None
+    assert seen[3][4] == {"priority": ["normal", "high"], "estimate_hours": [None, 3]}
