@@ -56,6 +56,7 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     )
     check.add_argument("--tenant", action="append", help="only this tenant (repeatable)")
     check.add_argument("--json", action="store_true", help="print JSON lines")
+    check.add_argument("--checkpoints", help="checkpoint file (default: TESSERA_AUDIT_CHECKPOINTS)")
     export = subcommand("export", "print a tenant's audit records as NDJSON or CSV")
     export.add_argument("--tenant", required=True)
     export.add_argument("--format", choices=FORMATS, default="ndjson")
@@ -67,6 +68,7 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     )
     cut.add_argument("--older-than-days", type=float, required=True, metavar="DAYS")
     cut.add_argument("--tenant", action="append", help="only this tenant (repeatable)")
+    cut.add_argument("--checkpoints", help="checkpoint file (default: TESSERA_AUDIT_CHECKPOINTS)")
 
 
 def _instant(text: str | None, name: str) -> str | None:
@@ -78,7 +80,11 @@ def _instant(text: str | None, name: str) -> str | None:
     return format_datetime(parsed)
 
 
-def _checkpoints(settings: Settings) -> list[Checkpoint]:
+def _checkpoints(settings: Settings, given: str | None = None) -> list[Checkpoint]:
+    """The checkpoints of ``given`` (a file named on the command line; it must exist) or of
+    ``TESSERA_AUDIT_CHECKPOINTS`` (none while that file does not exist yet)."""
+    if given:
+        return read_checkpoints(Path(given), checkpoint_key(settings))
     if not settings.audit_checkpoints:
         return []
     path = Path(settings.audit_checkpoints)
@@ -101,7 +107,7 @@ async def _open(settings: Settings, work: Callable[[Storage, Schema], Awaitable[
 
 
 async def _verify(settings: Settings, args: argparse.Namespace) -> int:
-    checkpoints = _checkpoints(settings)
+    checkpoints = _checkpoints(settings, args.checkpoints)
 
     async def work(storage: Storage, schema: Schema) -> int:
         sealer = sealer_of(storage, schema, settings)
@@ -138,7 +144,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _prune(settings: Settings, args: argparse.Namespace) -> int:
-    checkpoints = _checkpoints(settings)
+    checkpoints = _checkpoints(settings, args.checkpoints)
     if not checkpoints:
         print("error: no checkpoints (TESSERA_AUDIT_CHECKPOINTS): nothing may be pruned")
         return EXIT_FAILED
@@ -181,6 +187,9 @@ def audit(settings: Settings, args: argparse.Namespace) -> int:
         if command == "export":
             return asyncio.run(_export(settings, args))
         return asyncio.run(_prune(settings, args))
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except (ValueError, CheckpointError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE if not isinstance(exc, CheckpointError) else EXIT_FAILED

@@ -239,6 +239,12 @@ class Settings:
         "File the sealer appends signed checkpoints {tenant, count, head} to (JSON lines); "
         "keep it outside the database's reach. Empty: no checkpoints.",
     )
+    audit_checkpoint_url: str = _setting(
+        "",
+        str.strip,
+        "URL the sealer POSTs each signed checkpoint to (one JSON object), besides the file "
+        "or instead of it. Empty: none.",
+    )
     audit_key_file: str = _setting(
         "",
         str.strip,

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import httpx
 import sqlalchemy as sa
 from sqlalchemy.schema import CreateTable
 
@@ -182,6 +183,22 @@ def append_checkpoints(path: Path, key: bytes, checkpoints: Iterable[Checkpoint]
         os.fsync(out.fileno())
 
 
+async def post_checkpoints(url: str, key: bytes, checkpoints: Iterable[Checkpoint]) -> None:
+    """POST each signed checkpoint to ``url`` (a JSON object; a failure is logged: the next
+    round's checkpoint covers the same records and more)."""
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        for checkpoint in checkpoints:
+            try:
+                response = await client.post(
+                    url,
+                    content=checkpoint.line(key).encode(),
+                    headers={"Content-Type": "application/json"},
+                )
+                response.raise_for_status()
+            except httpx.HTTPError as exc:
+                logger.error("audit checkpoint of %s not posted: %s", checkpoint.tenant, exc)
+
+
 # -- seals ---------------------------------------------------------------------------------------
 
 
@@ -255,9 +272,11 @@ class Sealer:
         schema: Schema,
         *,
         checkpoints: Path | None = None,
+        url: str = "",
         key: bytes = b"",
     ) -> None:
         self._storage = storage
+        self._url = url
         self._log = AuditLog(storage, schema)
         self._sql = _Statements(storage.dialect, schema.audit.name)
         self._checkpoints = checkpoints
@@ -310,6 +329,8 @@ class Sealer:
                 made.append(Checkpoint(tenant, head.n, head.hash, at))
         if self._checkpoints is not None and self._key:
             append_checkpoints(self._checkpoints, self._key, made)
+        if self._url and self._key:
+            await post_checkpoints(self._url, self._key, made)
         return made
 
 
@@ -401,6 +422,14 @@ async def verify(
                 )
             break  # the records after the last seal: not yet sealed, nothing to compare
         pending_seal = await anext(seals, None)
+        if int(seal[0]) != n:
+            return Finding(
+                tenant,
+                False,
+                n - 1,
+                f"records #{n} to #{int(seal[0]) - 1} were removed with their seals",
+                n,
+            )
         if str(seal[1]) != record_id:
             following = None if pending_seal is None else str(pending_seal[1])
             if following == record_id:
@@ -532,7 +561,8 @@ def checkpoint_key(settings: Settings) -> bytes:
 def sealer_of(storage: Storage, schema: Schema, settings: Settings) -> Sealer:
     """The sealer the settings describe (checkpoints written only with a file and a key)."""
     path = Path(settings.audit_checkpoints) if settings.audit_checkpoints else None
-    return Sealer(storage, schema, checkpoints=path, key=checkpoint_key(settings))
+    key = checkpoint_key(settings)
+    return Sealer(storage, schema, checkpoints=path, url=settings.audit_checkpoint_url, key=key)
 
 
 async def seal_forever(sealer: Sealer, interval: float) -> None:

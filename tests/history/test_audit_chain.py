@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import http.server
 import io
 import json
 import logging
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from databases import Database
@@ -248,3 +250,61 @@ async def test_the_audit_routes_need_an_audit_role(host: Host) -> None:
         result = await host.client(actor="ann", roles=["agent"]).request("GET", path)
         assert result.status == 403
         assert result.json["error"]["kind"] == "PolicyDenied"
+
+
+class Collector(http.server.BaseHTTPRequestHandler):
+    """Keeps every body POSTed to it (the checkpoints)."""
+
+    bodies: ClassVar[list[bytes]] = []
+
+    def do_POST(self) -> None:
+        length = int(self.headers["Content-Length"])
+        type(self).bodies.append(self.rfile.read(length))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_checkpoints_posted_to_a_webhook_verify_the_chain(
+    tessera: TesseraHarness, files: dict[str, str], tmp_path: Path
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    Collector.bodies = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host = await tessera.start(
+            plugins=["helpdesk"],
+            audit_seal_s=0.05,
+            audit_checkpoint_url=f"http://127.0.0.1:{server.server_address[1]}/checkpoints",
+            audit_key_file=files["audit_key_file"],
+        )
+        await write_tickets(host, 2)
+        for _ in range(400):
+            if any(json.loads(body)["count"] == 4 for body in Collector.bodies):
+                break
+            await asyncio.sleep(0.025)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    received = tmp_path / "received.jsonl"
+    received.write_bytes(b"".join(Collector.bodies))
+    assert json.loads(Collector.bodies[-1])["count"] == 4
+
+    ok = await asyncio.to_thread(
+        cli, host.database_url, files, "verify", "--checkpoints", str(received)
+    )
+    assert (ok.returncode, ok.stdout) == (0, "t1: ok: 4 records verified up to #4\n")
+    victim = (await audit_ids(host.database_url))[2]
+    await sql(host.database_url, "DELETE FROM tessera_audit WHERE id = :id", {"id": victim})
+    await sql(
+        host.database_url, "DELETE FROM tessera_audit_seals WHERE record_id = :id", {"id": victim}
+    )
+    found = await asyncio.to_thread(
+        cli, host.database_url, files, "verify", "--checkpoints", str(received)
+    )
+    assert found.returncode == 1
+    assert found.stdout == "t1: DIFFERS: records #3 to #3 were removed with their seals\n"
