@@ -11,6 +11,7 @@ that shows it, and the detail of a row as of a version or an instant.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
@@ -25,6 +26,7 @@ from host.runtime import resolve_actor, resolve_tenant
 from host.runtime.access import ReadGate
 from host.runtime.history import history_item, parse_as_of, row_as_of
 from host.service import Service
+from host.storage import Storage
 from host.storage.auditlog import AuditEntry, AuditLog
 from plugin_api.errors import BadRequest, NotFound, PolicyDenied, ProjectionNotFound
 
@@ -36,14 +38,14 @@ MAX_PAGE: Final = 500
 _SCAN: Final = 500
 """Records read per statement while rendering a row as of a past version."""
 
-_logs: dict[int, AuditLog] = {}
+_logs: weakref.WeakKeyDictionary[Storage, AuditLog] = weakref.WeakKeyDictionary()
 
 
 def audit_log(service: Service) -> AuditLog:
-    """The audit log reader of a running service (one per service)."""
-    log = _logs.get(id(service.storage))
+    """The audit log reader of a running service (one per storage, gone with it)."""
+    log = _logs.get(service.storage)
     if log is None:
-        log = _logs[id(service.storage)] = AuditLog(service.storage, service.schema)
+        log = _logs[service.storage] = AuditLog(service.storage, service.schema)
     return log
 
 
