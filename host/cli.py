@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from host import __version__, cli_events, cli_migrate, diagrams, scaffold
+from host import __version__, cli_audit, cli_events, cli_migrate, diagrams, scaffold
 from host.config import Settings
 from host.console.settings import console_enabled, console_url
 from host.errors import StartupError
@@ -203,6 +203,7 @@ def _parser() -> argparse.ArgumentParser:
         "(default: %(default)s; a terminal gets one live line)",
     )
     cli_events.add_parser(command)
+    cli_audit.add_parser(command)
     return parser
 
 
@@ -258,6 +259,8 @@ def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> i
         )
     if args.command == "events":
         return cli_events.events(settings, args)
+    if args.command == "audit":
+        return cli_audit.audit(settings, args)
     check_bind(args.bind)
     status = cli_migrate.preflight(settings)  # Hypercorn exits 0 when the app cannot start
     if status:

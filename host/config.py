@@ -37,6 +37,13 @@ def _parse_positive_float(raw: str) -> float:
     return value
 
 
+def _parse_seconds_or_off(raw: str) -> float:
+    value = float(raw)
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"expected a number of seconds (0: off), got {raw!r}")
+    return value
+
+
 def _parse_log_format(raw: str) -> str:
     value = raw.strip().lower()
     if value not in {"text", "json"}:
@@ -361,6 +368,41 @@ class Settings:
         5.0,
         _parse_positive_float,
         "Token mode: seconds a JWKS fetch may take.",
+    )
+
+    audit_seal_s: float = _setting(
+        0.0,
+        _parse_seconds_or_off,
+        "Seconds between two rounds of the audit sealer (the hash chain of each tenant's "
+        "audit records, docs/history.md); 0 (default): this process does not seal.",
+    )
+    audit_checkpoints: str = _setting(
+        "",
+        str.strip,
+        "File the sealer appends signed checkpoints {tenant, count, head} to (JSON lines); "
+        "keep it outside the database's reach. Empty: no checkpoints.",
+    )
+    audit_checkpoint_url: str = _setting(
+        "",
+        str.strip,
+        "URL the sealer POSTs each signed checkpoint to (one JSON object), besides the file "
+        "or instead of it. Empty: none.",
+    )
+    audit_key_file: str = _setting(
+        "",
+        str.strip,
+        "File holding the key the checkpoints are signed with (HMAC-SHA256).",
+    )
+    history_roles: tuple[str, ...] = _setting(
+        (),
+        _parse_names,
+        "Comma-separated roles that may read a row's history and asOf renders; empty "
+        "(default): every reader of the projection.",
+    )
+    audit_roles: tuple[str, ...] = _setting(
+        ("auditor",),
+        _parse_names,
+        "Comma-separated roles that may call the audit verify and export routes.",
     )
 
     @classmethod

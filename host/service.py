@@ -17,6 +17,7 @@ from host.runtime import ActionRuntime
 from host.runtime.idempotency import IdempotencyStore
 from host.startup import check_database_url, mask_url, reachable
 from host.storage import Schema, Storage, build_schema
+from host.storage.auditchain import seal_forever, sealer_of
 from host.storage.migrate import startup_evolution
 from host.storage.reads import ProjectionReads
 from host.storage.secrets import shared_secret
@@ -42,6 +43,8 @@ class Service:
     purger: asyncio.Task[None]
     events: Events
     """The outbox actions write to and this process's event dispatcher (docs/events.md)."""
+    sealing: asyncio.Task[None] | None = None
+    """The audit sealer of this process (``TESSERA_AUDIT_SEAL_S``; docs/history.md)."""
 
     @classmethod
     async def start(
@@ -71,6 +74,11 @@ class Service:
             await storage.disconnect()
             raise
         idempotency = IdempotencyStore(storage, schema, settings.idempotency_retention_s)
+        try:
+            sealer = sealer_of(storage, schema, settings) if settings.audit_seal_s > 0 else None
+        except BaseException:
+            await storage.disconnect()
+            raise
         interval = min(settings.idempotency_retention_s, 3600)
         plugins = ", ".join(f"{p.name} {p.version}" if p.version else p.name for p in graph.plugins)
         logger.info(
@@ -99,6 +107,9 @@ class Service:
             idempotency=idempotency,
             purger=asyncio.ensure_future(idempotency.purge_forever(interval)),
             events=events,
+            sealing=None
+            if sealer is None
+            else asyncio.ensure_future(seal_forever(sealer, settings.audit_seal_s)),
         )
         events.start()
         return service
@@ -107,9 +118,11 @@ class Service:
         """Stop the event dispatcher and the key purge, finish units of work in flight and
         close the database."""
         await self.events.stop()
-        self.purger.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.purger
+        for task in (self.purger, self.sealing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.storage.disconnect()
         logger.info(
             "stopped: tessera %s, graph %s",

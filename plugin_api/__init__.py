@@ -18,7 +18,7 @@ from plugin_api.access import (
 )
 from plugin_api.conditions import OPERATORS, Condition, Operator
 from plugin_api.context import ActionContext, EffectHandler, PolicyHandler, QueryHandle
-from plugin_api.data import DataAccess, Row
+from plugin_api.data import DataAccess, HistoryRecord, Row
 from plugin_api.definitions import (
     NO_DEFAULT,
     SYSTEM_FIELDS,
@@ -117,6 +117,7 @@ __all__ = [
     "FieldType",
     "Filter",
     "FilterOperator",
+    "HistoryRecord",
     "IdempotencyKeyReused",
     "InternalError",
     "JSONValue",

@@ -19,14 +19,39 @@ only read; a write from a policy raises :class:`RuntimeError`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from plugin_api.conditions import OPERATORS, Condition, Operator
 
-__all__ = ["OPERATORS", "Condition", "DataAccess", "Operator", "Row"]
+__all__ = ["OPERATORS", "Condition", "DataAccess", "HistoryRecord", "Operator", "Row"]
 
 Row: TypeAlias = Mapping[str, Any]
 """A row in read shape, system fields included."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HistoryRecord:
+    """One write of a row, from its audit record (:meth:`DataAccess.history`)."""
+
+    seq: int
+    """The record's number: give it as ``before`` to read older records."""
+    event_id: str
+    action: str
+    """The action that caused the write (for a data-API write: the action whose effect made
+    it)."""
+    actor_id: str
+    roles: tuple[str, ...]
+    at: str
+    """When (RFC 3339, UTC)."""
+    version_before: str | None
+    """The row's ``_version`` before the write (``None`` for its creation, and on records
+    written before Tessera kept it)."""
+    version_after: str | None
+    changes: Mapping[str, tuple[Any, Any]] | None
+    """``{field: (before, after)}`` in read shapes for every field the write changed
+    (``before`` is ``None`` for the creation); ``None`` on records written before Tessera
+    kept them."""
 
 
 class DataAccess(Protocol):
@@ -89,5 +114,16 @@ class DataAccess(Protocol):
         :raises WorkflowStateMismatch: the row is not in a source state of the transition.
         :raises NotFound: the tenant has no such row.
         :raises ConcurrencyConflict: the row changed since this action read it.
+        """
+        ...
+
+    async def history(
+        self, entity: str, id: str, *, limit: int = 100, before: int | None = None
+    ) -> Sequence[HistoryRecord]:
+        """The row's history: at most ``limit`` (1 to 1,000) of its audit records, newest
+        first, older than the record numbered ``before`` (``None``: from the newest). Reads
+        only; the writes of this action so far are included (docs/history.md).
+
+        :raises ValueError: ``limit`` is out of range.
         """
         ...

@@ -155,7 +155,10 @@ class Client:
         raw = await response.get_data()
         import json as _json
 
-        decoded = _json.loads(raw) if raw else None
+        try:
+            decoded = _json.loads(raw) if raw else None
+        except ValueError:  # not one JSON document (NDJSON, CSV): ``body`` holds it
+            decoded = None
         return Result(
             status=response.status_code, json=decoded, headers=dict(response.headers), body=raw
         )

@@ -17,6 +17,7 @@ from host.console import Answers, console_enabled, mount_console
 from host.errors import StartupError
 from host.fieldtypes import now_db, render_datetime
 from host.graph import Graph, build_graph
+from host.http.audit import register_audit
 from host.http.availability import question, row_annotator
 from host.http.bodies import parse_inputs, parse_subject_id
 from host.http.cors import CorsMiddleware
@@ -24,6 +25,7 @@ from host.http.document import detail_document, offer
 from host.http.draining import Draining, stop_all_on_sigterm
 from host.http.dryrun import dry_run_requested
 from host.http.envelope import JSON, error_body, error_bytes
+from host.http.history import AS_OF, item_as_of, register_history
 from host.http.lists import list_response
 from host.http.media import require_json
 from host.http.openapi import openapi_text
@@ -209,7 +211,11 @@ def create_app(
                 content_type=JSON,
             )
         item = await reads.one(compiled, tenant, subject, scope)
-        if annotate is not None and item is not None:
+        as_of = args.get(AS_OF)
+        if as_of is not None:  # docs/history.md, "As of"
+            reader = await identity.actor(headers)
+            item = await item_as_of(service(), compiled, tenant, item, as_of, reader)
+        elif annotate is not None and item is not None:  # the row as it is now only
             await annotate([item])
         document = template.render_detail(tenant, generated_at, item)
         if at_least(version, SCHEMA_1_1):
@@ -236,6 +242,9 @@ def create_app(
         if settings.require_json_content_type:
             require_json(headers.getlist("Content-Type"))
         return actor, raw
+
+    register_history(app, prefix, templates, gate, service, identity)
+    register_audit(app, prefix, settings, service, identity)
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:

@@ -149,6 +149,13 @@ def projection_parameters(projection: CompiledProjection) -> list[dict[str, Any]
             "same filters, sort and q. Altered or from another request: 400.",
             {"type": "string"},
         ),
+        _query(
+            "asOf",
+            "Detail renders: the row as it was at this `_version` of it, or after its last "
+            "write at or before this RFC 3339 instant (docs/history.md). A version of another "
+            "row, an instant before its creation or anything else: 400. Ignored by lists.",
+            {"type": "string"},
+        ),
     ]
     if spec.sortable:
         keys = ", ".join(spec.sortable)
@@ -282,6 +289,45 @@ def projection_operation(projection: CompiledProjection) -> dict[str, Any]:
         "tags": [entity],
         "parameters": [*identity, *projection_parameters(projection)],
         "responses": responses,
+    }
+
+
+def history_operation(projection: CompiledProjection) -> dict[str, Any]:
+    """``GET /projections/<fqn>/history``: a row's audit records (docs/history.md)."""
+    entity = projection.entity.fqn
+    kinds = _error_kinds(BadRequest, InternalError, e.NotFound)
+    identity = [_ref("parameters", "X-Tenant-ID")]
+    access = projection.definition.access
+    if access is not None:
+        kinds = _error_kinds(BadRequest, InternalError, e.NotFound, e.PolicyDenied)
+        identity = [_ref("parameters", name) for name in IDENTITY_HEADERS]
+    return {
+        "operationId": f"history.{projection.fqn}",
+        "summary": f"History of a row of {entity} through {projection.fqn}",
+        "description": "Every write of the row, newest first, paged by cursor: action, actor, "
+        "time, `_version` before and after, and the changed fields this projection shows "
+        "with their values before and after (`changes` is null on records written before "
+        "Tessera kept them). Under the projection's read access: a row the reader may not "
+        "see is a 404 NotFound, as an unknown one.",
+        "tags": [entity],
+        "parameters": [
+            *identity,
+            {
+                "name": "subject",
+                "in": "query",
+                "required": True,
+                "description": "The row's id.",
+                "schema": {"type": "string"},
+            },
+            _query("pageSize", "Records per page, 1 to 500 (default 50).", {"type": "integer"}),
+            _query(
+                "cursor", "The `pagination.nextCursor` of the previous page.", {"type": "string"}
+            ),
+        ],
+        "responses": {
+            "200": _json_response("A page of the row's history", _ref("schemas", "HistoryPage")),
+            **_error_responses(kinds),
+        },
     }
 
 
@@ -575,6 +621,7 @@ def _paths(graph: Graph) -> dict[str, Any]:
     }
     for fqn in sorted(graph.projections):
         paths[f"/projections/{fqn}"] = {"get": projection_operation(graph.projections[fqn])}
+        paths[f"/projections/{fqn}/history"] = {"get": history_operation(graph.projections[fqn])}
     for fqn in sorted(graph.actions):
         action = graph.actions[fqn]
         paths[f"/actions/{fqn}"] = {"post": action_operation(action, action_links(action, graph))}
@@ -754,6 +801,47 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
             "initialValues": {"type": "object"},
         },
         ["fqn", "name", "label", "subjectRequired", "inputs"],
+    ),
+    "HistoryPage": object_schema(
+        {
+            "ok": {"const": True},
+            "projection": {"type": "string"},
+            "subject": {"type": "string"},
+            "data": object_schema(
+                {
+                    "items": {"type": "array", "items": {"$ref": f"{REF}/schemas/HistoryItem"}},
+                    "pagination": object_schema(
+                        {
+                            "pageSize": {"type": "integer", "minimum": 1},
+                            "nextCursor": {"type": ["string", "null"]},
+                        },
+                        ["pageSize", "nextCursor"],
+                    ),
+                },
+                ["items", "pagination"],
+            ),
+        },
+        ["ok", "projection", "subject", "data"],
+    ),
+    "HistoryItem": object_schema(
+        {
+            "eventId": {"type": "string"},
+            "action": {"type": "string"},
+            "actor": object_schema(
+                {"id": {"type": "string"}, "roles": {"type": "array", "items": {"type": "string"}}},
+                ["id", "roles"],
+            ),
+            "at": {"type": "string", "format": "date-time"},
+            "versionBefore": {"type": ["string", "null"]},
+            "versionAfter": {"type": ["string", "null"]},
+            "changes": {
+                "type": ["object", "null"],
+                "additionalProperties": object_schema(
+                    {"before": {}, "after": {}}, ["before", "after"]
+                ),
+            },
+        },
+        ["eventId", "action", "actor", "at", "versionBefore", "versionAfter", "changes"],
     ),
     "Pagination": object_schema(
         {

@@ -18,17 +18,20 @@ from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.query.conditions import Condition as ListCondition
 from host.query.conditions import ConditionError, column_of, from_value
 from host.runtime.actor import Actor
+from host.runtime.history import public_record
 from host.runtime.writerules import (
     audit_record,
+    field_changes,
     missing_required,
     seed_new_row,
     state_mismatch,
     transition_row,
 )
 from host.storage import Statement, Tx, is_transient
+from host.storage.auditlog import row_history
 from host.storage.store import EntityStore
 from plugin_api.conditions import Condition, Operator
-from plugin_api.data import Row
+from plugin_api.data import HistoryRecord, Row
 from plugin_api.definitions import FieldType, Transition
 from plugin_api.errors import (
     AuditEmissionFailed,
@@ -165,6 +168,31 @@ class ActionData:
             self._seen.setdefault((entity, id), store.version_of(entity, row))
         return row
 
+    async def history(
+        self, entity: str, id: str, *, limit: int = 100, before: int | None = None
+    ) -> Sequence[HistoryRecord]:
+        self._entity(entity)
+        if type(limit) is not int or not 1 <= limit <= MAX_FIND_LIMIT:
+            raise ValueError(f"limit must be an integer from 1 to {MAX_FIND_LIMIT}")
+        if before is not None and type(before) is not int:
+            raise ValueError("before must be the seq of a history record, or None")
+        if not isinstance(id, str):
+            raise ValueError(f"a row id is a string, got {type(id).__name__}")
+        store = self._rt.store
+        entries = await run_read(
+            row_history(
+                self._tx,
+                store.dialect,
+                store.schema.audit.name,
+                self._actor.tenant_id,
+                entity,
+                id,
+                before,
+                limit,
+            )
+        )
+        return [public_record(entry) for entry in entries]
+
     # -- writes -----------------------------------------------------------------------------
 
     async def create(self, entity: str, values: Mapping[str, Any]) -> Row:
@@ -183,7 +211,8 @@ class ActionData:
         self._seen[(entity, written.id)] = written.version
         rendered = self._render(entity, written.values)
         outputs = {"id": written.id, **{name: rendered[name] for name in changes}}
-        await self._audit(compiled, written.id, rendered, changes, outputs, now)
+        made = field_changes(self._rt.store.renderer(entity), None, pending, written.version)
+        await self._audit(compiled, written.id, rendered, changes, outputs, now, made)
         return rendered
 
     async def patch(self, entity: str, id: str, values: Mapping[str, Any]) -> Row:
@@ -252,11 +281,12 @@ class ActionData:
         if not await run(self._tx, written.statement):
             raise _conflict(entity, id)
         self._seen[(entity.fqn, id)] = written.version
+        made = field_changes(store.renderer(entity.fqn), current, changes, written.version)
         current.update(written.values)
         rendered = self._render(entity.fqn, current)
         outputs = {name: rendered[name] for name in changes}
         outputs["_version"] = written.version
-        await self._audit(entity, id, rendered, given, outputs, now)
+        await self._audit(entity, id, rendered, given, outputs, now, made)
         return rendered
 
     # -- helpers ----------------------------------------------------------------------------
@@ -297,13 +327,24 @@ class ActionData:
         given: Mapping[str, Any],
         outputs: Mapping[str, Any],
         now: str,
+        changes: Mapping[str, Any],
     ) -> None:
         """The audit record of one write: ``action`` names the action that caused it,
         ``entity`` and ``subject_id`` the row written; ``inputs`` are the values given (in
         read shape), ``outputs`` what an action would answer."""
         inputs = {name: rendered[name] for name in given}
         record = self._rt.store.audit(
-            audit_record(self._actor, self._cause, entity.fqn, record_id, inputs, outputs, now)
+            audit_record(
+                self._actor,
+                self._cause,
+                entity.fqn,
+                record_id,
+                inputs,
+                outputs,
+                now,
+                version=changes["_version"][1],
+                changes=changes,
+            )
         )
         if self.rehearsal:
             return

@@ -36,6 +36,7 @@ from host.runtime.gate import policy_refusals, role_refusal, state_refusal
 from host.runtime.rollback import rolled_back
 from host.runtime.writerules import (
     audit_record,
+    field_changes,
     missing_required,
     seed_new_row,
     transition_row,
@@ -364,8 +365,18 @@ class ActionRuntime:
         event_id = new_ulid()
         audit: Statement | Exception
         try:
+            changes = field_changes(render, row, ctx.pending, written.version)
             attempt.audit = audit_record(
-                actor, action.fqn, entity.fqn, record_id, inputs, outputs, now, event_id
+                actor,
+                action.fqn,
+                entity.fqn,
+                record_id,
+                inputs,
+                outputs,
+                now,
+                event_id,
+                version=written.version,
+                changes=changes,
             )
             audit = store.audit(attempt.audit)
         except Exception as exc:

@@ -23,13 +23,15 @@ from host.fieldtypes import coerce_default
 from host.graph.model import CompiledEntity
 from host.runtime.actor import Actor
 from host.runtime.stamps import stamp_value
+from host.storage.rows import RowRenderer
 from host.storage.store import AuditRecord
-from host.systemfields import new_ulid
+from host.systemfields import SYSTEM, new_ulid
 from plugin_api.definitions import Stamp, Transition
 
 __all__ = [
     "Write",
     "audit_record",
+    "field_changes",
     "missing_required",
     "seed_new_row",
     "state_mismatch",
@@ -97,6 +99,28 @@ def transition_row(
         write(stamp.field, stamp_value(entity, stamp, actor, now), True)
 
 
+def field_changes(
+    render: RowRenderer,
+    before: Mapping[str, Any] | None,
+    written: Mapping[str, Any],
+    version: str,
+) -> dict[str, list[Any]]:
+    """What a write changed, for its audit record: ``{field: [before, after]}`` in read
+    shapes for every declared field ``written`` (database values) sets to a new value, and
+    ``_version``'s pair. ``before``: the row's database values (``None`` for a new row)."""
+    renderers = render.renderers
+    changes: dict[str, list[Any]] = {}
+    for name, value in written.items():
+        if name in SYSTEM:
+            continue
+        old = None if before is None else before.get(name)
+        if before is not None and old == value:
+            continue
+        changes[name] = [None if old is None else renderers[name](old), renderers[name](value)]
+    changes["_version"] = [None if before is None else before.get("_version"), version]
+    return changes
+
+
 def audit_record(
     actor: Actor,
     cause: str,
@@ -106,9 +130,13 @@ def audit_record(
     outputs: Mapping[str, Any],
     now: str,
     event_id: str | None = None,
+    *,
+    version: str | None = None,
+    changes: Mapping[str, Any] | None = None,
 ) -> AuditRecord:
     """The audit record of ``actor``'s write of row ``subject_id`` of ``entity``, caused by
-    the action ``cause`` (a new event id unless ``event_id`` is given)."""
+    the action ``cause`` (a new event id unless ``event_id`` is given); ``version`` and
+    ``changes`` (:func:`field_changes`) make the row's history (docs/history.md)."""
     return AuditRecord(
         event_id=event_id or new_ulid(),
         tenant_id=actor.tenant_id,
@@ -120,4 +148,6 @@ def audit_record(
         inputs=inputs,
         outputs=outputs,
         at=now,
+        version=version,
+        changes=changes,
     )

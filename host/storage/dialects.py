@@ -35,6 +35,13 @@ class Dialect:
     """Whether the tables ordered by a database-assigned ``seq`` are keyed by
     ``(tenant_id, seq)``, as a database distributed by tenant needs (docs/deploy.md,
     "Citus"); SQLite keeps ``seq`` alone, its rowid, the only key it assigns itself."""
+    transaction_position: ClassVar[str] = "0"
+    """SQL of the writing transaction's id, stored with each audit record (``xact``): a
+    reader of the audit log never reads past the oldest transaction still open
+    (:mod:`host.storage.auditlog`). ``0`` where writers are serialised (SQLite)."""
+    oldest_open_transaction: ClassVar[str | None] = None
+    """SQL answering the id below which every transaction has ended (``None``: writers are
+    serialised, every committed record is final)."""
 
     def __init__(self, engine: SqlAlchemyDialect) -> None:
         self.engine = engine
@@ -127,6 +134,8 @@ class _SQLite(Dialect):
 class _PostgreSQL(Dialect):
     name = "postgresql"
     chains_writes = True
+    transaction_position = "pg_current_xact_id()::text::bigint"
+    oldest_open_transaction = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 
     def placeholder(self, position: int) -> str:
         return f"${position}"

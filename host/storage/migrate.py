@@ -24,6 +24,8 @@ import sqlalchemy as sa
 
 from host.graph.model import Graph
 from host.storage import sql
+from host.storage.auditchain import create_chain_tables
+from host.storage.auditlog import add_audit_columns
 from host.storage.convert import Unconvertible
 from host.storage.database import Storage, Tx
 from host.storage.dialect import EvolutionDialect
@@ -112,6 +114,10 @@ class Evolution:
 
     async def __call__(self, tx: Tx) -> None:
         dialect = EvolutionDialect(self.dialect)
+        if not self.dry_run:
+            for name in await add_audit_columns(tx, dialect, self.schema):
+                logger.info("schema evolution: audit column %s added", name)
+            await create_chain_tables(tx)
         plan = await build_plan(tx, dialect, self.graph, self.schema, self.clock(), self.progress)
         self.plan = plan
         if plan.up_to_date:

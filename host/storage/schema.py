@@ -80,8 +80,11 @@ def _audit_table(metadata: sa.MetaData, dialect: Dialect) -> sa.Table:
     return sa.Table(
         AUDIT_TABLE,
         metadata,
-        # A database-assigned sequence gives the commit order; ULIDs are not ordered across
-        # processes.
+        # ``seq``: a database-assigned sequence. It is the commit order on SQLite (writers are
+        # serialised) but not on PostgreSQL (values are taken before commit); readers that walk
+        # the log use the position (``xact``, ``seq``) of host/storage/auditlog.py, and the
+        # history of one row uses ``seq`` (writes of one row are serialised by its
+        # ``_version`` guard). docs/history.md.
         _order_key(dialect),
         sa.Column("id", sa.String(ULID_LENGTH), nullable=False),
         sa.Column("tenant_id", sa.Text, nullable=False),
@@ -94,7 +97,16 @@ def _audit_table(metadata: sa.MetaData, dialect: Dialect) -> sa.Table:
         sa.Column("outputs", sa.Text, nullable=False),
         sa.Column("graph_hash", sa.String(64), nullable=False),
         sa.Column("created_at", sa.String(DATETIME_LENGTH), nullable=False),
+        # Added by issue 26 (older databases get them at start, host/storage/auditlog.py):
+        # the writing transaction's id on PostgreSQL (0 on SQLite and for older records),
+        # the row's ``_version`` after the write, and the changed fields' values before and
+        # after (JSON, read shapes; null for older records).
+        sa.Column("xact", sa.BigInteger, nullable=False, server_default="0"),
+        sa.Column("version", sa.String(ULID_LENGTH), nullable=True),
+        sa.Column("changes", sa.Text, nullable=True),
         sa.Index("ix_tessera_audit_subject", "tenant_id", "entity", "subject_id"),
+        sa.Index("ix_tessera_audit_row_history", "tenant_id", "entity", "subject_id", "seq"),
+        sa.Index("ix_tessera_audit_position", "tenant_id", "xact", "seq"),
         sa.UniqueConstraint("tenant_id", "id", name=AUDIT_ID_KEY),
         *_tenant_led(dialect, AUDIT_TABLE),
     )
@@ -176,8 +188,11 @@ class Schema:
 
     @property
     def audit_columns(self) -> tuple[str, ...]:
-        """The columns of an audit record, in table order: all but the database's ``seq``."""
-        return tuple(column.name for column in self.audit.columns if column.name != "seq")
+        """The columns of an audit record, in table order: all but the database's ``seq``
+        and ``xact`` (the database's transaction id, :attr:`Dialect.transaction_position`)."""
+        return tuple(
+            column.name for column in self.audit.columns if column.name not in ("seq", "xact")
+        )
 
 
 def build_schema(graph: Graph, dialect: Dialect) -> Schema:

@@ -13,6 +13,7 @@ SQLAlchemy spells them. Values are passed as parameters, never inlined.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Final
 
@@ -37,11 +38,23 @@ def _select_list(dialect: Dialect, table: str, columns: tuple[str, ...]) -> str:
     return ", ".join(f"{qt}.{dialect.quote(name)}" for name in columns)
 
 
+def insert(
+    dialect: Dialect,
+    table: str,
+    columns: tuple[str, ...],
+    computed: Mapping[str, str] | None = None,
+) -> Sql:
+    """``INSERT INTO table (columns) VALUES (...)``; parameters in ``columns`` order.
+    ``computed``: more columns with the SQL expressions (no parameters) of their values."""
+    return _insert(dialect, table, columns, tuple((computed or {}).items()))
+
+
 @lru_cache(maxsize=_CACHED)
-def insert(dialect: Dialect, table: str, columns: tuple[str, ...]) -> Sql:
-    """``INSERT INTO table (columns) VALUES (...)``; parameters in ``columns`` order."""
-    names = ", ".join(dialect.quote(name) for name in columns)
-    marks = ", ".join(dialect.placeholders(len(columns)))
+def _insert(
+    dialect: Dialect, table: str, columns: tuple[str, ...], computed: tuple[tuple[str, str], ...]
+) -> Sql:
+    names = ", ".join(dialect.quote(name) for name in (*columns, *(c for c, _ in computed)))
+    marks = ", ".join((*dialect.placeholders(len(columns)), *(e for _, e in computed)))
     return f"INSERT INTO {dialect.quote(table)} ({names}) VALUES ({marks})"
 
 

@@ -75,6 +75,11 @@ class AuditRecord:
     inputs: Mapping[str, Any]
     outputs: Mapping[str, Any]
     at: str
+    version: str | None = None
+    """The row's ``_version`` after the write."""
+    changes: Mapping[str, Any] | None = None
+    """The fields written: ``{field: [before, after]}`` in read shapes (``before`` null for a
+    new row), with ``_version``'s pair (docs/history.md)."""
 
 
 class _EntityStatements:
@@ -101,7 +106,9 @@ class EntityStore:
             fqn: _EntityStatements(entity, schema.entities[fqn].name, dialect)
             for fqn, entity in graph.entities.items()
         }
-        self._audit_sql = sql.insert(dialect, schema.audit.name, schema.audit_columns)
+        self._audit_sql = sql.insert(
+            dialect, schema.audit.name, schema.audit_columns, {"xact": dialect.transaction_position}
+        )
 
     # -- rows of an entity ------------------------------------------------------------------
 
@@ -212,6 +219,8 @@ class EntityStore:
                 jsonio.dumps(record.outputs).decode(),
                 self.graph.hash,
                 record.at,
+                record.version,
+                None if record.changes is None else jsonio.dumps(record.changes).decode(),
             ),
         )
 

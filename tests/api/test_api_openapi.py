@@ -50,9 +50,9 @@ def test_the_sample_document_validates(document: dict[str, Any]) -> None:
     OpenAPIV31SpecValidator(document).validate()
     assert document["openapi"] == "3.1.0"
     operations = [(m, p) for p, item in document["paths"].items() for m in item if m != "options"]
-    # health, ready, openapi, 9 projections (helpdesk.notification.inbox: issue 16), 14 actions,
-    # availability (issue 27)
-    assert len(operations) == 27
+    # health, ready, openapi, 9 projections (helpdesk.notification.inbox: issue 16) and their
+    # histories (issue 26), 14 actions, availability (issue 27)
+    assert len(operations) == 36
 
 
 def test_a_reference_field_is_a_string_naming_its_target(document: dict[str, Any]) -> None:

@@ -500,8 +500,8 @@ async def test_the_audit_record_holds_what_the_record_said(rig: Rig) -> None:
     await commit(rig, rig.store.closing(item.statement, rig.store.audit(said), None))
 
     (stored,) = await table(rig, rig.schema.audit)
-    assert len(rig.schema.audit_columns) == 11
-    assert set(stored) == {"seq", *rig.schema.audit_columns}
+    assert len(rig.schema.audit_columns) == 13
+    assert set(stored) == {"seq", "xact", *rig.schema.audit_columns}
     as_json = ("roles", "inputs", "outputs")
     assert {name: json.loads(stored[name]) for name in as_json} == {
         "roles": ["agent", "requester"],
@@ -517,6 +517,8 @@ async def test_the_audit_record_holds_what_the_record_said(rig: Rig) -> None:
         "subject_id": item.id,
         "graph_hash": rig.graph.hash,
         "created_at": NOW,
+        "version": None,
+        "changes": None,
     }
 
 
