@@ -15,6 +15,7 @@ from typing import Final, Protocol
 
 from host.query.conditions import Condition, fold, from_text
 from host.query.cursor import CursorCodec, KeysetValue
+from host.query.folding import search_fold
 from host.query.spec import ListSpec, SortKey
 from plugin_api.errors import BadRequest
 
@@ -66,8 +67,8 @@ class ListQuery:
 
     @property
     def needle(self) -> str | None:
-        """The search text as compared (ASCII letters folded)."""
-        return None if self.q is None else fold(self.q)
+        """The search text as compared (:func:`~host.query.folding.search_fold`)."""
+        return None if self.q is None else search_fold(self.q)
 
 
 def plain_query(

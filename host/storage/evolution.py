@@ -48,6 +48,7 @@ from host.storage.plan import (
 )
 from host.storage.progress import NO_PROGRESS, Progress
 from host.storage.schema import Schema, reference_index_name
+from host.storage.searchplan import search_changes
 from plugin_api.definitions import SYSTEM_FIELDS, Field
 
 __all__ = ["aside_name", "build_plan", "read_columns"]
@@ -777,7 +778,8 @@ async def build_plan(
         )
 
     if record is not None and record.graph_hash == graph.hash:
-        return plan(())
+        # A database prepared by a host without the text index of search gets it all the same.
+        return plan(await search_changes(tx, dialect, graph, columns))
     old_document: Mapping[str, Any] = json.loads(record.canonical) if record else {}
     old_defs = _definitions(old_document)
     differ = _Differ(tx, dialect, graph, schema, columns, now.strftime("%Y%m%d%H%M%S"), progress)
@@ -801,6 +803,7 @@ async def build_plan(
         if table_name(fqn) in columns:
             changes.append(await differ.removed_entity(fqn, table_name(fqn)))
     changes.extend(await index_changes(tx, dialect, graph))
+    changes.extend(await search_changes(tx, dialect, graph, columns))
     if record is not None:
         changes.extend(_other_metadata(old_document, json.loads(graph.canonical)))
     return plan(changes)

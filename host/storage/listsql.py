@@ -21,6 +21,7 @@ from host.query.cursor import KeysetValue
 from host.query.params import ListQuery
 from host.query.spec import Column, SortKey
 from host.storage.dialects import Dialect
+from host.storage.search import search_condition
 
 __all__ = ["index_ddl", "select_list", "sort_expression"]
 
@@ -94,11 +95,9 @@ def _condition(condition: Condition, params: _Params) -> str:
     return f"{expression} {_COMPARISONS[operator]} {params.operand(column, values[0])}"
 
 
-def _search(query: ListQuery, search: Sequence[Column], params: _Params) -> str:
-    needle = query.needle
-    dialect = params.dialect
-    parts = [dialect.contains(dialect.quote(c.name), params.mark(needle)) for c in search]
-    return "(" + " OR ".join(parts) + ")"
+def _search(table: str, needle: str, search: Sequence[Column], params: _Params) -> str:
+    # The folded copies and their trigram index: host.storage.search.
+    return search_condition(params.dialect, table, search, needle, params.mark)
 
 
 def _keys(sort: Sequence[SortKey], id_column: Column) -> list[tuple[Column, bool]]:
@@ -195,7 +194,7 @@ def select_list(
     where.extend(_condition(condition, params) for condition in query.scope)
     where.extend(_condition(condition, params) for condition in query.conditions)
     if query.needle is not None and search:
-        where.append(_search(query, search, params))
+        where.append(_search(table, query.needle, search, params))
     keys = _keys(query.sort, id_column)
     if after is not None:
         where.append(_after(keys, after, params))

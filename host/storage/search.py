@@ -1,0 +1,220 @@
+"""The text index of ``q``: folded copies of the searched fields, and a trigram index on them.
+
+Every string field a list projection searches gets a *shadow column* on its entity's table,
+``_fold_<field>``, holding :func:`~host.query.folding.search_fold` of the field's value. The
+:class:`~host.storage.store.EntityStore` writes it with the field, in the same statement (so in
+the action's transaction); the schema evolution adds it and backfills existing rows
+(:func:`search_changes`). ``q`` is then a plain substring test on the shadow columns with the
+folded search text, the same comparison on both backends, served by a trigram index:
+
+* PostgreSQL: a ``pg_trgm`` GIN index on each shadow column; the test is ``LIKE '%text%'``
+  (escaped), which the index serves for texts of 3 characters or more.
+* SQLite: an FTS5 table with the ``trigram`` tokenizer per shadow column (SQLite 3.34 or
+  later), kept in step by triggers, keyed on the integer ``_search_key`` of the row (entity
+  tables have no rowid). A search of 3 characters or more asks the FTS5 table which keys hold
+  the text, then checks each with ``instr``; shorter texts (the trigram index cannot serve
+  them) and SQLite builds without FTS5 trigram scan the tenant's rows with ``instr``.
+
+Both answer exactly the rows whose folded field contains the folded text, in the list's order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, Final
+
+from host.errors import StartupError
+from host.graph.model import Graph
+from host.query.folding import search_fold
+from host.query.spec import Column, list_spec
+from host.storage.dialects import Dialect
+
+__all__ = [
+    "KEY_COLUMN",
+    "SHADOW_PREFIX",
+    "SearchUnavailable",
+    "fts_table",
+    "search_condition",
+    "searched_fields",
+    "shadow_column",
+    "shadow_values",
+    "sqlite_trigram",
+    "trigram_index",
+]
+
+SHADOW_PREFIX: Final = "_fold_"
+KEY_COLUMN: Final = "_search_key"
+"""SQLite only: the integer key of a row in its FTS5 tables."""
+INDEX_PREFIX: Final = "ts_"
+TRIGRAM: Final = 3
+"""The shortest search text the trigram indexes serve (in characters, once folded)."""
+_MAX_NAME: Final = 63
+
+
+class SearchUnavailable(StartupError):
+    """The database cannot hold the text index (PostgreSQL without ``pg_trgm`` and without
+    the right to create it)."""
+
+
+def _bounded(name: str) -> str:
+    if len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: _MAX_NAME - 9]}_{digest}"
+
+
+def shadow_column(field: str) -> str:
+    """The column holding the folded value of ``field``."""
+    return _bounded(SHADOW_PREFIX + field)
+
+
+def trigram_index(table: str, field: str) -> str:
+    """PostgreSQL: the GIN index of ``field``'s shadow column."""
+    return _bounded(f"{INDEX_PREFIX}{table}__{field}")
+
+
+def fts_table(table: str, field: str) -> str:
+    """SQLite: the FTS5 table indexing ``field``'s shadow column."""
+    return _bounded(f"{INDEX_PREFIX}{table}__{field}")
+
+
+def key_index(table: str) -> str:
+    """SQLite: the unique index of a table's ``_search_key``."""
+    return _bounded(f"{INDEX_PREFIX}{table}__key")
+
+
+@lru_cache(maxsize=1)
+def sqlite_trigram() -> bool:
+    """Whether this process's SQLite has FTS5 with the trigram tokenizer (3.34+)."""
+    if sqlite3.sqlite_version_info < (3, 34, 0):
+        return False
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
+    except sqlite3.Error:
+        return False
+    finally:
+        connection.close()
+    return True
+
+
+def indexed(dialect: Dialect) -> bool:
+    """Whether the backend keeps a trigram index (PostgreSQL always: ``pg_trgm`` is
+    required; SQLite when its build has FTS5 trigram)."""
+    return not dialect.embedded or sqlite_trigram()
+
+
+def searched_fields(graph: Graph) -> dict[str, tuple[str, ...]]:
+    """Entity FQN -> the fields some list projection searches, sorted."""
+    fields: dict[str, set[str]] = {}
+    for projection in graph.projections.values():
+        for column in list_spec(projection).search:
+            fields.setdefault(projection.entity.fqn, set()).add(column.name)
+    return {fqn: tuple(sorted(names)) for fqn, names in fields.items()}
+
+
+def shadow_values(fields: Iterable[str], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The shadow columns of the searched ``fields`` present in ``values`` (database values),
+    folded."""
+    return {
+        shadow_column(name): search_fold(values[name]) if isinstance(values[name], str) else None
+        for name in fields
+        if name in values
+    }
+
+
+def _like_pattern(needle: str) -> str:
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _phrase(needle: str) -> str:
+    return '"' + needle.replace('"', '""') + '"'
+
+
+def search_condition(
+    dialect: Dialect, table: str, search: Sequence[Column], needle: str, mark: Any
+) -> str:
+    """The ``WHERE`` part of ``q``: some searched field's folded value contains ``needle``
+    (already folded). ``mark(value)`` binds a value and returns its placeholder, once per
+    placeholder, in text order (``?`` binds by position on SQLite)."""
+    if not dialect.embedded:
+        pattern = _like_pattern(needle)
+        parts = [f"{dialect.quote(shadow_column(c.name))} LIKE {mark(pattern)}" for c in search]
+        return "(" + " OR ".join(parts) + ")"
+    prefix = ""
+    if len(needle) >= TRIGRAM and sqlite_trigram():
+        selects = []
+        for column in search:
+            fts = dialect.quote(fts_table(table, column.name))
+            selects.append(f"SELECT rowid FROM {fts} WHERE {fts} MATCH {mark(_phrase(needle))}")
+        prefix = f"{dialect.quote(KEY_COLUMN)} IN ({' UNION '.join(selects)}) AND "
+    parts = [f"instr({dialect.quote(shadow_column(c.name))}, {mark(needle)}) > 0" for c in search]
+    return f"({prefix}({' OR '.join(parts)}))"
+
+
+# -- DDL (run by the schema evolution) ----------------------------------------------------------
+
+
+def sqlite_index_sql(dialect: Dialect, table: str, field: str) -> list[str]:
+    """The FTS5 table of ``field``'s shadow column, its triggers, and its first fill."""
+    fts = fts_table(table, field)
+    q = dialect.quote
+    shadow, key, qt, qf = q(shadow_column(field)), q(KEY_COLUMN), q(table), q(fts)
+    add = f"INSERT INTO {qf}(rowid, {shadow}) VALUES (new.{key}, new.{shadow});"
+    drop = f"INSERT INTO {qf}({qf}, rowid, {shadow}) VALUES ('delete', old.{key}, old.{shadow});"
+    return [
+        f"CREATE VIRTUAL TABLE {qf} USING fts5({shadow}, content={qt}, "
+        f"content_rowid={key}, tokenize='trigram case_sensitive 1')",
+        f"CREATE TRIGGER {q(fts + '_ai')} AFTER INSERT ON {qt} BEGIN {add} END",
+        f"CREATE TRIGGER {q(fts + '_ad')} AFTER DELETE ON {qt} BEGIN {drop} END",
+        f"CREATE TRIGGER {q(fts + '_au')} AFTER UPDATE OF {shadow} ON {qt} BEGIN {drop} {add} END",
+        f"INSERT INTO {qf}({qf}) VALUES ('rebuild')",
+    ]
+
+
+def sqlite_drop_sql(dialect: Dialect, table: str, field: str) -> list[str]:
+    """Drop the FTS5 table of ``field`` and its triggers."""
+    fts = fts_table(table, field)
+    q = dialect.quote
+    return [
+        *(f"DROP TRIGGER IF EXISTS {q(fts + suffix)}" for suffix in ("_ai", "_ad", "_au")),
+        f"DROP TABLE IF EXISTS {q(fts)}",
+    ]
+
+
+def sqlite_key_sql(dialect: Dialect, table: str) -> list[str]:
+    """Number the rows of ``table`` (``_search_key``, added before) and index the key."""
+    q = dialect.quote
+    qt, key = q(table), q(KEY_COLUMN)
+    return [
+        f"UPDATE {qt} SET {key} = numbered.n FROM (SELECT tenant_id, id, "
+        f"row_number() OVER (ORDER BY tenant_id, id) AS n FROM {qt}) AS numbered "
+        f"WHERE {qt}.tenant_id = numbered.tenant_id AND {qt}.id = numbered.id",
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {q(key_index(table))} ON {qt} ({key})",
+    ]
+
+
+def postgresql_index_sql(dialect: Dialect, table: str, field: str) -> str:
+    """The ``pg_trgm`` GIN index of ``field``'s shadow column."""
+    q = dialect.quote
+    return (
+        f"CREATE INDEX IF NOT EXISTS {q(trigram_index(table, field))} ON {q(table)} "
+        f"USING gin ({q(shadow_column(field))} gin_trgm_ops)"
+    )
+
+
+@lru_cache(maxsize=1024)
+def with_search_key(dialect: Dialect, table: str, insert: str) -> str:
+    """SQLite: ``insert`` (``INSERT INTO t (...) VALUES (...)``, from :func:`host.storage.sql.
+    insert`) also numbering the new row's ``_search_key`` (writers are serialised on SQLite,
+    and the key's unique index answers ``max`` at once). PostgreSQL: ``insert`` unchanged."""
+    if not dialect.embedded:
+        return insert
+    q = dialect.quote
+    head, _, tail = insert.rpartition(") VALUES (")
+    key = f"(SELECT coalesce(max({q(KEY_COLUMN)}), 0) + 1 FROM {q(table)})"
+    return f"{head}, {q(KEY_COLUMN)}) VALUES ({tail[:-1]}, {key})"
