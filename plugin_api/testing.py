@@ -155,7 +155,10 @@ class Client:
         raw = await response.get_data()
         import json as _json
 
-        decoded = _json.loads(raw) if raw else None
+        # A file (an exported list: CSV, NDJSON) is left to ``body``.
+        is_json = "json" in response.headers.get("Content-Type", "json").split(";")[0]
+        file = response.headers.get("Content-Type", "").startswith(("text/csv", "application/x-nd"))
+        decoded = _json.loads(raw) if raw and is_json and not file else None
         return Result(
             status=response.status_code, json=decoded, headers=dict(response.headers), body=raw
         )

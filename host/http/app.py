@@ -177,7 +177,7 @@ def create_app(
             if query is not None:  # list parameters or 1.1.0 (docs/http.md, "Lists")
                 query = dataclasses.replace(query, offered=offered)
                 args = (reads, template, compiled, query, tenant, generated_at, chunk_rows)
-                return await list_response(*args)
+                return await list_response(*args, settings.list_count_limit)
             listing = await reads.every_row(compiled, tenant, plain_query(scope), chunk_rows)
             if listing.rest is None:
                 return json_response(template.render_list(tenant, generated_at, listing.first))

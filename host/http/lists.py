@@ -8,6 +8,7 @@ from host import jsonio
 from host.graph.model import CompiledProjection
 from host.http.document import list_document, list_stream
 from host.http.envelope import JSON
+from host.http.export import export_response
 from host.http.viewschema import ViewSchemaTemplate
 from host.query.params import ListQuery
 from host.storage.reads import ProjectionReads
@@ -23,17 +24,31 @@ async def list_response(
     tenant: str,
     generated_at: str,
     chunk_rows: int,
+    count_limit: int = 0,
 ) -> Response:
-    """A page (one statement), or every matching row (streamed when longer than a chunk)."""
+    """A page (one statement), or every matching row (streamed when longer than a chunk), or
+    the list as a file (``format``); with the counts asked for (``count``, ``facet``), each
+    reading at most ``count_limit`` rows."""
+    if query.export is not None:
+        return await export_response(lists, projection, query, tenant, chunk_rows)
     spec = lists.spec(projection.fqn)
+    counts = (
+        await lists.counts(projection, tenant, query, count_limit)
+        if query.count or query.facets
+        else {}
+    )
     if query.page_size is not None:
         items, cursor = await lists.page(projection, tenant, query, query.page_size)
         document = list_document(template, spec, query, tenant, generated_at, items, cursor)
+        document["data"].update(counts)
         return Response(jsonio.dumps(document), content_type=JSON)
     listing = await lists.every_row(projection, tenant, query, chunk_rows)
     if listing.rest is None:
         items = listing.first
         document = list_document(template, spec, query, tenant, generated_at, items, None)
+        document["data"].update(counts)
         return Response(jsonio.dumps(document), content_type=JSON)
-    stream = list_stream(template, spec, query, tenant, generated_at, listing.first, listing.rest)
+    stream = list_stream(
+        template, spec, query, tenant, generated_at, listing.first, listing.rest, counts
+    )
     return Response(stream, content_type=JSON)

@@ -23,7 +23,7 @@ from host.query.spec import Column, SortKey
 from host.storage.dialects import Dialect
 from host.storage.search import search_condition
 
-__all__ = ["index_ddl", "select_list", "sort_expression"]
+__all__ = ["count_list", "index_ddl", "select_list", "sort_expression"]
 
 _COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 
@@ -170,6 +170,43 @@ def _after(
     return "(" + " OR ".join(f"({alternative})" for alternative in alternatives) + ")"
 
 
+def _matching(
+    table: str, query: ListQuery, search: Sequence[Column], tenant: str, params: _Params
+) -> list[str]:
+    """The ``WHERE`` parts of the tenant's rows matching ``query``: the reader's row scope,
+    the filters and the search."""
+    where = [f"tenant_id = {params.mark(tenant)}"]
+    where.extend(_condition(condition, params) for condition in query.scope)
+    where.extend(_condition(condition, params) for condition in query.conditions)
+    if query.needle is not None and search:
+        where.append(_search(table, query.needle, search, params))
+    return where
+
+
+def count_list(
+    dialect: Dialect,
+    table: str,
+    query: ListQuery,
+    *,
+    search: Sequence[Column],
+    tenant: str,
+    facet: Column | None,
+    limit: int,
+) -> tuple[str, list[object]]:
+    """The statement counting the rows matching ``query`` (sort and cursor aside), reading at
+    most ``limit`` of them: one row (the count) without ``facet``, else one row per value of
+    the ``facet`` column (value, count); and its parameters."""
+    params = _Params(dialect)
+    where = " AND ".join(_matching(table, query, search, tenant, params))
+    picked = "1 AS v" if facet is None else f"{dialect.quote(facet.name)} AS v"
+    bounded = (
+        f"SELECT {picked} FROM {dialect.quote(table)} WHERE {where} LIMIT {params.mark(limit)}"
+    )
+    if facet is None:
+        return f"SELECT count(*) FROM ({bounded}) AS bounded", params.values
+    return f"SELECT v, count(*) FROM ({bounded}) AS bounded GROUP BY v", params.values
+
+
 @lru_cache(maxsize=1024)
 def _select_from(dialect: Dialect, table: str, columns: tuple[str, ...]) -> str:
     return f"SELECT {', '.join(map(dialect.quote, columns))} FROM {dialect.quote(table)}"
@@ -190,11 +227,7 @@ def select_list(
     """The statement of one page: ``columns`` of the tenant's rows matching ``query``, in its
     order, after the keyset ``after`` (if any), at most ``limit``; and its parameters."""
     params = _Params(dialect)
-    where = [f"tenant_id = {params.mark(tenant)}"]
-    where.extend(_condition(condition, params) for condition in query.scope)
-    where.extend(_condition(condition, params) for condition in query.conditions)
-    if query.needle is not None and search:
-        where.append(_search(table, query.needle, search, params))
+    where = _matching(table, query, search, tenant, params)
     keys = _keys(query.sort, id_column)
     if after is not None:
         where.append(_after(keys, after, params))

@@ -1,0 +1,56 @@
+"""The text index of ``q`` (folded shadow columns and their trigram index), planned and
+applied by the schema evolution: existing rows backfilled, dropped when no list searches."""
+
+from __future__ import annotations
+
+from plugin_api import ListOptions
+
+from .test_evolution_indexes import listed
+from .test_evolution_inprocess import Db, kinds
+
+
+async def _shadows(db: Db, g: object) -> list[str]:
+    if db.settings.database_url.startswith("sqlite"):
+        sql = "SELECT name FROM pragma_table_info('evo__item') WHERE substr(name, 1, 6) = '_fold_'"
+    else:
+        sql = (
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'evo__item' "
+            "AND table_schema = current_schema() AND substr(column_name, 1, 6) = '_fold_'"
+        )
+    return sorted(str(row[0]) for row in await db.select(g, sql))  # type: ignore[arg-type]
+
+
+async def test_search_index_is_built_backfilled_and_dropped(tessera_database_url: str) -> None:
+    db = Db(tessera_database_url)
+    sqlite = tessera_database_url.startswith("sqlite")
+    v1 = listed(ListOptions(sortable=("title",)))
+    await db.start(v1)
+    await db.insert(v1, {"title": "ÉCOLE Normale"}, {"title": "NAÏVE"}, {"title": "plain"})
+    assert await _shadows(db, v1) == []
+
+    v2 = listed(ListOptions(sortable=("title",), search=("title",)))
+    plan = await db.plan(v2)
+    assert ("search-index-added", "additive", 3) in kinds(plan)
+    assert not plan.breaking
+    await db.start(v2)
+    assert await _shadows(db, v2) == ["_fold_title"]
+    rows = await db.select(v2, "SELECT _fold_title FROM evo__item ORDER BY id")
+    assert [row[0] for row in rows] == ["école normale", "naïve", "plain"]
+    if sqlite:
+        found = await db.select(
+            v2, "SELECT rowid FROM ts_evo__item__title WHERE ts_evo__item__title MATCH '\"cole\"'"
+        )
+        assert len(found) == 1
+    else:
+        found = await db.select(
+            v2, "SELECT indexdef FROM pg_indexes WHERE indexname = 'ts_evo__item__title'"
+        )
+        assert "gin_trgm_ops" in str(found[0][0])
+    assert not (await db.plan(v2)).changes
+
+    v3 = listed(ListOptions(sortable=("title",)))
+    plan = await db.plan(v3)
+    assert ("search-index-removed", "additive", None) in kinds(plan)
+    await db.start(v3)
+    assert await _shadows(db, v3) == []
+    assert not (await db.plan(v3)).changes
