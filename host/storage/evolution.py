@@ -803,7 +803,14 @@ async def build_plan(
         if table_name(fqn) in columns:
             changes.append(await differ.removed_entity(fqn, table_name(fqn)))
     changes.extend(await index_changes(tx, dialect, graph))
-    changes.extend(await search_changes(tx, dialect, graph, columns))
+    rewritten = {
+        (operation.table, operation.column)
+        for change in changes
+        for operation in change.operations
+        if isinstance(operation, (Backfill, Convert, MapValues))
+    }
+    moved = {graph.entities[new].table_name: table_name(old) for new, old in renamed.items()}
+    changes.extend(await search_changes(tx, dialect, graph, columns, moved, rewritten))
     if record is not None:
         changes.extend(_other_metadata(old_document, json.loads(graph.canonical)))
     return plan(changes)

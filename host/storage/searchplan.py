@@ -9,7 +9,7 @@ nothing but derived data). On SQLite a table with searched fields also gets ``_s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -41,68 +41,102 @@ async def _count(tx: Tx, dialect: EvolutionDialect, table: str, column: str) -> 
     return int(value or 0)
 
 
-async def search_changes(
-    tx: Tx, dialect: EvolutionDialect, graph: Graph, columns: Mapping[str, Sequence[str]]
-) -> list[Change]:
-    """``search-index-added`` and ``search-index-removed`` changes from the shadow columns
-    the tables have (``columns``, read before this plan's other changes) to those ``graph``
-    wants."""
+def _removed(dialect: EvolutionDialect, table: str, origin: str, field: str, why: str) -> Change:
+    """Drop the text index of ``field`` (objects named after ``origin``, the table's name
+    before a rename in this plan) and its shadow column of ``table``."""
     sql = dialect.sql
-    fts = dialect.sql.embedded and sqlite_trigram()
+    drops = sqlite_drop_sql(sql, origin, field) if sql.embedded else []
+    if not sql.embedded:
+        drops.append(f"DROP INDEX IF EXISTS {dialect.quote(trigram_index(origin, field))}")
+    shadow = dialect.quote(shadow_column(field))
+    drops.append(f"ALTER TABLE {dialect.quote(table)} DROP COLUMN {shadow}")
+    return Change(
+        kind="search-index-removed",
+        change_class=ChangeClass.ADDITIVE,
+        subject=f"text index of field {field!r} of table {table}",
+        detail=why,
+        sql=tuple(drops),
+        operations=tuple(Statement(s) for s in drops),
+    )
+
+
+async def search_changes(
+    tx: Tx,
+    dialect: EvolutionDialect,
+    graph: Graph,
+    columns: Mapping[str, Sequence[str]],
+    renamed: Mapping[str, str] | None = None,
+    rewritten: Collection[tuple[str, str]] = (),
+) -> list[Change]:
+    """The changes of the text index from the shadow columns the tables have (``columns``,
+    read before this plan's other changes) to those ``graph`` wants: ``search-index-added``,
+    ``search-index-removed``, and ``search-index-refolded`` for a searched (table, field)
+    among ``rewritten`` (values the plan's other changes rewrite). A table of ``renamed``
+    (new name -> old name) has its text index rebuilt under its new name."""
+    sql = dialect.sql
+    fts = sql.embedded and sqlite_trigram()
+    renamed = renamed or {}
     wanted = {
-        (graph.entities[fqn].table_name, name): fqn
+        (graph.entities[fqn].table_name, name)
         for fqn, names in searched_fields(graph).items()
         for name in names
     }
-    tables = {table for table, _ in wanted}
+    current = {
+        table: list(names) for table, names in columns.items() if table not in renamed.values()
+    }
+    current.update({new: list(columns.get(old, ())) for new, old in renamed.items()})
     changes: list[Change] = []
-    trigram_asked = False
-    for table in sorted(columns):
+    for table in sorted(current):
         if table.startswith("ts_"):
             continue
-        have = [c for c in columns[table] if c.startswith(SHADOW_PREFIX)]
-        shadows = {shadow_column(name): name for t, name in wanted if t == table}
-        for shadow in sorted(set(have) - shadows.keys()):
-            field = shadow[len(SHADOW_PREFIX) :]
-            drops = sqlite_drop_sql(sql, table, field) if fts else []
-            if not sql.embedded:
-                drops.append(f"DROP INDEX IF EXISTS {dialect.quote(trigram_index(table, field))}")
-            drops.append(f"ALTER TABLE {dialect.quote(table)} DROP COLUMN {dialect.quote(shadow)}")
-            changes.append(
-                Change(
-                    kind="search-index-removed",
-                    change_class=ChangeClass.ADDITIVE,
-                    subject=f"text index of field {field!r} of table {table}",
-                    detail="no list projection searches the field any more",
-                    sql=tuple(drops),
-                    operations=tuple(Statement(s) for s in drops),
-                )
-            )
+        origin = renamed.get(table, table)
+        have = [c for c in current[table] if c.startswith(SHADOW_PREFIX)]
+        keep = set() if table in renamed else {shadow_column(n) for t, n in wanted if t == table}
+        for shadow in sorted(set(have) - keep):
+            why = "the table was renamed" if table in renamed else "no list searches it any more"
+            changes.append(_removed(dialect, table, origin, shadow[len(SHADOW_PREFIX) :], why))
+            current[table].remove(shadow)
+    keyed: set[str] = set()
+    trigram_asked = False
     for table, field in sorted(wanted):
-        present = columns.get(table, ())
+        present = current.get(table, [])
         shadow = shadow_column(field)
         if shadow in present:
+            if (table, field) in rewritten:
+                rows = await _count(tx, dialect, table, field)
+                changes.append(
+                    Change(
+                        kind="search-index-refolded",
+                        change_class=ChangeClass.ADDITIVE,
+                        subject=f"text index of field {field!r} of table {table}",
+                        detail="the plan rewrites the field's values",
+                        affected_rows=rows,
+                        sql=(f"-- fill {shadow} with the folded {field}",),
+                        operations=(Refold(table, field, shadow, rows),),
+                    )
+                )
             continue
         ddl: list[str] = []
         operations: list[Operation] = []
-        if sql.embedded and table in tables and KEY_COLUMN not in present:
-            tables.discard(table)  # numbered once per table
-            add = dialect.add_column(table, KEY_COLUMN, sa.BigInteger())
-            ddl += [add, *sqlite_key_sql(sql, table)]
+        if sql.embedded and table not in keyed and KEY_COLUMN not in present:
+            keyed.add(table)  # numbered once per table
+            ddl += [
+                dialect.add_column(table, KEY_COLUMN, sa.BigInteger()),
+                *sqlite_key_sql(sql, table),
+            ]
         if not sql.embedded and not trigram_asked:
             trigram_asked = True
             operations.append(NeedsTrigram())
-            ddl.append("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-        add = dialect.add_column(table, shadow, sa.Text())
-        ddl.append(add)
-        operations.extend(Statement(s) for s in ddl if not s.startswith("CREATE EXTENSION"))
-        rows = await _count(tx, dialect, table, field) if table in columns else 0
+        ddl.append(dialect.add_column(table, shadow, sa.Text()))
+        operations.extend(Statement(s) for s in ddl)
+        # Rows holding a value now (the progress total; 0 when the field comes in this plan).
+        source = renamed.get(table, table)
+        rows = await _count(tx, dialect, source, field) if field in present else 0
         operations.append(Refold(table, field, shadow, rows))
-        index = (
-            (sqlite_index_sql(sql, table, field) if fts else [])
-            if sql.embedded
-            else [postgresql_index_sql(sql, table, field)]
-        )
+        if sql.embedded:
+            index = sqlite_index_sql(sql, table, field) if fts else []
+        else:
+            index = [postgresql_index_sql(sql, table, field)]
         operations.extend(Statement(s) for s in index)
         changes.append(
             Change(

@@ -3,9 +3,14 @@ applied by the schema evolution: existing rows backfilled, dropped when no list 
 
 from __future__ import annotations
 
-from plugin_api import ListOptions
+from types import SimpleNamespace
 
-from .test_evolution_indexes import listed
+from host.config import Settings
+from host.graph import Graph, compile_graph
+from host.plugins import load_plugins
+from plugin_api import Entity, Field, FieldType, ListOptions, Projection, hookimpl
+
+from .test_evolution_indexes import ITEM, listed
 from .test_evolution_inprocess import Db, kinds
 
 
@@ -54,3 +59,34 @@ async def test_search_index_is_built_backfilled_and_dropped(tessera_database_url
     await db.start(v3)
     assert await _shadows(db, v3) == []
     assert not (await db.plan(v3)).changes
+
+
+def _noted(required: bool) -> Graph:
+    """``evo.item`` whose searched ``note`` becomes required with a default."""
+    note = (
+        Field(name="note", type=FieldType.STRING, default="DÉFAUT")
+        if required
+        else Field(name="note", type=FieldType.STRING, nullable=True)
+    )
+    entity = Entity(fqn=ITEM, fields=(Field(name="title", type=FieldType.STRING), note))
+    projection = Projection(
+        fqn=f"{ITEM}.list", entity=ITEM, fields=("id",), listing=ListOptions(search=("note",))
+    )
+    plugin = SimpleNamespace(
+        tessera_entities=hookimpl(lambda: [entity]),
+        tessera_projections=hookimpl(lambda: [projection]),
+    )
+    return compile_graph(load_plugins(Settings(), extra=[("evo", plugin)], entry_points=False))
+
+
+async def test_values_the_evolution_rewrites_are_folded_again(tessera_database_url: str) -> None:
+    db = Db(tessera_database_url)
+    v1 = _noted(required=False)
+    await db.start(v1)
+    await db.insert(v1, {"title": "a", "note": None}, {"title": "b", "note": "Été"})
+    v2 = _noted(required=True)
+    plan = await db.plan(v2)
+    assert ("search-index-refolded", "additive", 1) in kinds(plan)
+    await db.start(v2)
+    rows = await db.select(v2, "SELECT _fold_note FROM evo__item ORDER BY id")
+    assert [row[0] for row in rows] == ["défaut", "été"]
