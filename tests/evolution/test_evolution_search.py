@@ -9,6 +9,7 @@ from host.config import Settings
 from host.graph import Graph, compile_graph
 from host.plugins import load_plugins
 from plugin_api import Entity, Field, FieldType, ListOptions, Projection, hookimpl
+from plugin_api.migrations import RenameEntity, RenameField
 
 from .test_evolution_indexes import ITEM, listed
 from .test_evolution_inprocess import Db, kinds
@@ -90,3 +91,49 @@ async def test_values_the_evolution_rewrites_are_folded_again(tessera_database_u
     await db.start(v2)
     rows = await db.select(v2, "SELECT _fold_note FROM evo__item ORDER BY id")
     assert [row[0] for row in rows] == ["défaut", "été"]
+
+
+def _named(fqn: str, field: str, migrations: tuple[object, ...] = ()) -> Graph:
+    """One searched string field ``field`` of entity ``fqn``."""
+    entity = Entity(fqn=fqn, fields=(Field(name=field, type=FieldType.STRING),))
+    projection = Projection(
+        fqn=f"{fqn}.list", entity=fqn, fields=("id",), listing=ListOptions(search=(field,))
+    )
+    plugin = SimpleNamespace(
+        tessera_entities=hookimpl(lambda: [entity]),
+        tessera_projections=hookimpl(lambda: [projection]),
+        tessera_migrations=hookimpl(lambda: list(migrations)),
+    )
+    return compile_graph(load_plugins(Settings(), extra=[("evo", plugin)], entry_points=False))
+
+
+async def test_renamed_entity_and_field_keep_a_working_index(tessera_database_url: str) -> None:
+    db = Db(tessera_database_url)
+    v1 = _named(ITEM, "title")
+    await db.start(v1)
+    await db.insert(v1, {"title": "ÉTÉ"})  # bypasses the store: the rename folds it anyway
+    renames = (
+        RenameEntity(old=ITEM, new="evo.thing"),
+        RenameField(entity="evo.thing", old="title", new="name"),
+    )
+    v2 = _named("evo.thing", "name", renames)
+    plan = await db.plan(v2)
+    assert not plan.breaking, plan.render()
+    await db.start(v2)
+    rows = await db.select(v2, "SELECT _fold_name FROM evo__thing")
+    assert [row[0] for row in rows] == ["été"]
+    if tessera_database_url.startswith("sqlite"):
+        found = await db.select(
+            v2, "SELECT rowid FROM ts_evo__thing__name WHERE ts_evo__thing__name MATCH '\"été\"'"
+        )
+        assert len(found) == 1
+        stale = await db.select(
+            v2, "SELECT name FROM sqlite_master WHERE substr(name, 1, 12) = 'ts_evo__item'"
+        )
+        assert [row[0] for row in stale] == ["ts_evo__item__key"]
+    else:
+        names = await db.select(
+            v2, "SELECT indexname FROM pg_indexes WHERE substr(indexname, 1, 3) = 'ts_'"
+        )
+        assert [row[0] for row in names] == ["ts_evo__thing__name"]
+    assert not (await db.plan(v2)).changes
