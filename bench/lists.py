@@ -56,6 +56,13 @@ SCENARIOS: dict[str, dict[str, str]] = {
     "q=printer (1 row in 10)": {"q": "printer"},
     "q=zebra (1 row in 100,000)": {"q": "zebra"},
     "q=nomatch (no row)": {"q": "nomatch"},
+    "q=pr (2 chars: no trigram)": {"q": "pr"},
+    "open, count + 2 facets": {
+        "filter.state": "open",
+        "count": "true",
+        "facet": ["state", "priority"],  # type: ignore[dict-item]
+    },
+    "q=printer, count": {"q": "printer", "count": "true"},
 }
 PAGED = ("open, newest first", "all, by title")
 _LOG_LINE = re.compile(r"GET /api/projections/\S+ tenant=(\S+) .*status=(\d+).* ([0-9.]+)ms")
@@ -130,7 +137,7 @@ class Client:
         self.offset = server.log.stat().st_size
 
     def get(self, tenant: str, query: dict[str, str]) -> tuple[dict[str, Any], float]:
-        path = f"/api/projections/{QUEUE}?{urlencode(query)}"
+        path = f"/api/projections/{QUEUE}?{urlencode(query, doseq=True)}"
         started = time.perf_counter()
         try:
             self.conn.request("GET", path, headers={"X-Tenant-ID": tenant})
@@ -145,7 +152,23 @@ class Client:
         elapsed = (time.perf_counter() - started) * 1000
         if response.status != 200:
             raise RuntimeError(f"{response.status} for {path}: {body[:500]!r}")
+        if query.get("format"):
+            return {"body": body}, elapsed
         return json.loads(body), elapsed
+
+    def post(self, path: str, tenant: str, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        headers = {
+            "X-Tenant-ID": tenant,
+            "X-Actor-Id": "alice",
+            "X-Actor-Roles": "agent,requester",
+            "Content-Type": "application/json",
+        }
+        self.conn.request("POST", path, body=data, headers=headers)
+        response = self.conn.getresponse()
+        answer = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{response.status} for {path}: {answer[:500]!r}")
 
     def server_times(self) -> list[float]:
         """The access-log durations (ms) of the requests since the last call."""
@@ -219,6 +242,8 @@ def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) ->
     args = MultiDict({k: v for k, v in query.items() if k != "cursor"})
     parsed = parse_list_query(args, spec, "1.0.0", tenant, CursorCodec(b"x"))
     assert parsed is not None and parsed.page_size is not None
+    if parsed.count or getattr(parsed, "facets", ()):
+        return "(counts: see the host's count statements)"
     dialect = dialect_named("sqlite" if url.startswith("sqlite") else "postgresql")
     after = keyset(cursor) if cursor else None
     sql, params = select_list(
@@ -283,6 +308,10 @@ def run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> dict[s
                     if tenant == "big":
                         key = f"{name} / page {page}"
                         result["explain"][key] = explain(url, tenant, full, cursor)
+        result["export"] = export(client, launched, args.big)
+        print(f"[{backend}] export {json.dumps(result['export'])}", flush=True)
+        result["create"] = creates(client, args.creates)
+        print(f"[{backend}] create {json.dumps(result['create'])}", flush=True)
     finally:
         client.close()
         launched.stop()
@@ -291,6 +320,40 @@ def run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> dict[s
         if backend == "postgresql" and not args.keep:
             dbsetup.drop_postgresql(PG_DATABASE)
     return result
+
+
+def export(client: Client, server: servers.Server, rows: int) -> dict[str, Any]:
+    """The big tenant as NDJSON (every row, streamed): rate, the worker's peak memory, and
+    that it parses back to the rows of the paged JSON list (first and last pages compared)."""
+    worker = server.workers()[0]
+    before = servers.proc_status(worker)
+    started = time.perf_counter()
+    document, _ = client.get("big", {"format": "ndjson", "sort": "title"})
+    seconds = time.perf_counter() - started
+    after = servers.proc_status(worker)
+    lines = document["body"].splitlines()
+    parsed = [json.loads(line) for line in lines]
+    first, _ = client.get("big", {"sort": "title", "pageSize": "1000"})
+    assert parsed[:1000] == first["data"]["items"], "export differs from the JSON list"
+    assert len(parsed) == rows, (len(parsed), rows)
+    return {
+        "rows": len(parsed),
+        "bytes": len(document["body"]),
+        "seconds": round(seconds, 2),
+        "rows_per_s": round(len(parsed) / seconds),
+        "worker_rss_before_mib": round(before.get("VmRSS", 0) / 1024, 1),
+        "worker_peak_mib": round(after.get("VmHWM", 0) / 1024, 1),
+    }
+
+
+def creates(client: Client, count: int) -> dict[str, Any]:
+    """``count`` sequential ticket creates (the title is searched: folded and indexed)."""
+    started = time.perf_counter()
+    for n in range(count):
+        body = {"inputs": {"title": f"Créé {n} imprimante", "priority": "low"}}
+        client.post("/api/actions/helpdesk.ticket.create", "bench", body)
+    seconds = time.perf_counter() - started
+    return {"creates": count, "per_s": round(count / seconds, 1)}
 
 
 def markdown(results: Sequence[dict[str, Any]]) -> str:
@@ -319,6 +382,7 @@ def main() -> None:
     parser.add_argument(
         "--q-samples", type=int, default=11, help="samples of a q search (may scan the tenant)"
     )
+    parser.add_argument("--creates", type=int, default=300, help="sequential creates timed")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database")
     parser.add_argument("--keep-log", type=Path, help="copy the server's log there")

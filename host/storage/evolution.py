@@ -152,6 +152,8 @@ class _Differ:
         self.stamp = stamp
         self.progress = progress
         self.sources: dict[str, str] = {}
+        self.moved_aside: dict[str, str] = {}
+        """Tables of removed entities: the name they are kept under -> their name."""
         """Entity FQN -> the table its rows are in now (the old name of a renamed entity)."""
 
     # -- entities -------------------------------------------------------------------------
@@ -173,6 +175,7 @@ class _Differ:
     async def removed_entity(self, fqn: str, table: str) -> Change:
         counts = await _Counter(table).run(self.tx)
         aside = aside_name(table, self.stamp, list(self.columns))
+        self.moved_aside[aside] = table
         sql = self.dialect.rename_table(table, aside)
         return Change(
             kind="entity-removed",
@@ -810,6 +813,7 @@ async def build_plan(
         if isinstance(operation, (Backfill, Convert, MapValues))
     }
     moved = {graph.entities[new].table_name: table_name(old) for new, old in renamed.items()}
+    moved.update(differ.moved_aside)
     changes.extend(await search_changes(tx, dialect, graph, columns, moved, rewritten))
     if record is not None:
         changes.extend(_other_metadata(old_document, json.loads(graph.canonical)))

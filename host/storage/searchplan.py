@@ -72,7 +72,8 @@ async def search_changes(
     read before this plan's other changes) to those ``graph`` wants: ``search-index-added``,
     ``search-index-removed``, and ``search-index-refolded`` for a searched (table, field)
     among ``rewritten`` (values the plan's other changes rewrite). A table of ``renamed``
-    (new name -> old name) has its text index rebuilt under its new name."""
+    (its name after the plan's other changes -> its name now: a renamed entity, or a removed
+    one kept aside) has its text index dropped, and rebuilt under its new name if wanted."""
     sql = dialect.sql
     fts = sql.embedded and sqlite_trigram()
     renamed = renamed or {}

@@ -137,3 +137,14 @@ async def test_renamed_entity_and_field_keep_a_working_index(tessera_database_ur
         )
         assert [row[0] for row in names] == ["ts_evo__thing__name"]
     assert not (await db.plan(v2)).changes
+
+
+async def test_a_removed_searched_entity_is_kept_aside(tessera_database_url: str) -> None:
+    db = Db(tessera_database_url)
+    v1 = _named(ITEM, "title")
+    await db.start(v1)
+    v2 = _named("evo.other", "name")
+    plan = await db.plan(v2)
+    assert ("entity-removed", "additive", 0) in kinds(plan), plan.render()
+    await db.start(v2)
+    assert not (await db.plan(v2)).changes
