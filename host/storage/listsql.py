@@ -21,7 +21,7 @@ from host.query.cursor import KeysetValue
 from host.query.params import ListQuery
 from host.query.spec import Column, SortKey
 from host.storage.dialects import Dialect
-from host.storage.search import search_condition
+from host.storage.search import indexed_source, search_condition
 
 __all__ = ["count_list", "index_ddl", "select_list", "sort_expression"]
 
@@ -170,6 +170,14 @@ def _after(
     return "(" + " OR ".join(f"({alternative})" for alternative in alternatives) + ")"
 
 
+def _source(table: str, query: ListQuery, search: Sequence[Column], params: _Params) -> str | None:
+    """The ``FROM`` clause when the text index drives the read (SQLite FTS5), else ``None``;
+    its placeholders come first in the statement."""
+    if query.needle is None or not search:
+        return None
+    return indexed_source(params.dialect, table, search, query.needle, params.mark)
+
+
 def _matching(
     table: str, query: ListQuery, search: Sequence[Column], tenant: str, params: _Params
 ) -> list[str]:
@@ -208,8 +216,11 @@ def count_list(
 
 
 @lru_cache(maxsize=1024)
-def _select_from(dialect: Dialect, table: str, columns: tuple[str, ...]) -> str:
-    return f"SELECT {', '.join(map(dialect.quote, columns))} FROM {dialect.quote(table)}"
+def _select_from(
+    dialect: Dialect, table: str, columns: tuple[str, ...], source: str | None = None
+) -> str:
+    quoted = dialect.quote(table) if source is None else source
+    return f"SELECT {', '.join(map(dialect.quote, columns))} FROM {quoted}"
 
 
 def select_list(
@@ -227,12 +238,13 @@ def select_list(
     """The statement of one page: ``columns`` of the tenant's rows matching ``query``, in its
     order, after the keyset ``after`` (if any), at most ``limit``; and its parameters."""
     params = _Params(dialect)
+    source = _source(table, query, search, params)
     where = _matching(table, query, search, tenant, params)
     keys = _keys(query.sort, id_column)
     if after is not None:
         where.append(_after(keys, after, params))
     sql = (
-        f"{_select_from(dialect, table, tuple(columns))} WHERE {' AND '.join(where)} "
+        f"{_select_from(dialect, table, tuple(columns), source)} WHERE {' AND '.join(where)} "
         f"ORDER BY {_order_by(dialect, keys)} LIMIT {params.mark(limit)}"
     )
     return sql, params.values

@@ -37,6 +37,7 @@ __all__ = [
     "SHADOW_PREFIX",
     "SearchUnavailable",
     "fts_table",
+    "indexed_source",
     "search_condition",
     "searched_fields",
     "shadow_column",
@@ -140,20 +141,38 @@ def search_condition(
 ) -> str:
     """The ``WHERE`` part of ``q``: some searched field's folded value contains ``needle``
     (already folded). ``mark(value)`` binds a value and returns its placeholder, once per
-    placeholder, in text order (``?`` binds by position on SQLite)."""
+    placeholder, in text order (``?`` binds by position on SQLite). On SQLite the FTS5
+    index is used through :func:`indexed_source`."""
     if not dialect.embedded:
         pattern = _like_pattern(needle)
         parts = [f"{dialect.quote(shadow_column(c.name))} LIKE {mark(pattern)}" for c in search]
-        return "(" + " OR ".join(parts) + ")"
-    prefix = ""
-    if len(needle) >= TRIGRAM and sqlite_trigram():
-        selects = []
-        for column in search:
-            fts = dialect.quote(fts_table(table, column.name))
-            selects.append(f"SELECT rowid FROM {fts} WHERE {fts} MATCH {mark(_phrase(needle))}")
-        prefix = f"{dialect.quote(KEY_COLUMN)} IN ({' UNION '.join(selects)}) AND "
-    parts = [f"instr({dialect.quote(shadow_column(c.name))}, {mark(needle)}) > 0" for c in search]
-    return f"({prefix}({' OR '.join(parts)}))"
+    else:
+        parts = [
+            f"instr({dialect.quote(shadow_column(c.name))}, {mark(needle)}) > 0" for c in search
+        ]
+    return "(" + " OR ".join(parts) + ")"
+
+
+def indexed_source(
+    dialect: Dialect, table: str, search: Sequence[Column], needle: str, mark: Any
+) -> str | None:
+    """SQLite with FTS5 trigram and a ``needle`` of 3 characters or more: the ``FROM`` clause
+    reading the keys that hold the text from the FTS5 tables first, then their rows
+    (``CROSS JOIN`` keeps that order in SQLite's planner); ``None`` otherwise. The rows are
+    still checked by :func:`search_condition`, so the answer is the scan's."""
+    if not dialect.embedded or len(needle) < TRIGRAM or not sqlite_trigram():
+        return None
+    q = dialect.quote
+    selects = []
+    for column in search:
+        fts = q(fts_table(table, column.name))
+        selects.append(
+            f"SELECT rowid AS _found_key FROM {fts} WHERE {fts} MATCH {mark(_phrase(needle))}"
+        )
+    return (
+        f"({' UNION '.join(selects)}) AS _found CROSS JOIN {q(table)} "
+        f"ON {q(table)}.{q(KEY_COLUMN)} = _found._found_key"
+    )
 
 
 # -- DDL (run by the schema evolution) ----------------------------------------------------------
