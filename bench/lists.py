@@ -29,6 +29,7 @@ import os
 import re
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -277,6 +278,18 @@ def run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> dict[s
     seconds = seed(url, tenants)
     print(f"[{backend}] seeded {sum(c for _, c in tenants):,} rows in {seconds:.1f} s", flush=True)
     env = {"TESSERA_ACCESS_LOG": "1", "TESSERA_PLUGINS_ONLY": "helpdesk"}
+    # The schema evolution (list indexes, the text index of q with every row folded) as an
+    # operator runs it on a large table before starting: `tessera migrate --apply`.
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "host", "migrate", "--apply"],
+        env={**os.environ, **env, "TESSERA_DATABASE_URL": url},
+        cwd=workdir,
+        check=True,
+        capture_output=True,
+    )
+    migrated = time.perf_counter() - started
+    print(f"[{backend}] migrate --apply (indexes, text index) in {migrated:.1f} s", flush=True)
     launched = servers.launch("host", workers=1, database_url=url, workdir=workdir, env=env)
     launched.wait_ready(timeout=1800)
     print(f"[{backend}] server ready (index build) in {launched.ready_after:.1f} s", flush=True)
@@ -284,7 +297,8 @@ def run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> dict[s
         "backend": backend,
         "rows": dict(tenants),
         "seed_s": round(seconds, 1),
-        "startup_with_index_build_s": round(launched.ready_after, 1),
+        "migrate_apply_s": round(migrated, 1),
+        "startup_s": round(launched.ready_after, 1),
         "measurements": [],
         "explain": {},
     }

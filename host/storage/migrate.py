@@ -45,7 +45,7 @@ from host.storage.plan import (
 )
 from host.storage.progress import NO_PROGRESS, Progress
 from host.storage.schema import Schema
-from host.storage.search import SearchUnavailable
+from host.storage.search import SearchUnavailable, refold_page
 from host.storage.tx import Statement as SqlStatement
 
 __all__ = ["Evolution", "apply", "plan_only", "startup_check", "startup_evolution"]
@@ -87,13 +87,18 @@ async def _refold(tx: Tx, op: Refold, dialect: Dialect, progress: Progress) -> N
     update = sql.set_by_key(dialect, op.table, op.shadow)
     progress.start(f"folding {op.table}.{op.column} for search", op.rows)
     async for page in page_values(tx, op.table, op.column):
-        pending: list[SqlStatement] = [
-            (update, (search_fold(value), tenant, row_id))
+        folded = [
+            (search_fold(value), tenant, row_id)
             for tenant, row_id, value in page
             if isinstance(value, str)
         ]
-        if pending:
-            await tx.batch(pending)
+        if folded and dialect.embedded:
+            await tx.batch([(update, values) for values in folded])
+        elif folded:  # PostgreSQL: one statement per page (arrays), not one per row
+            await tx.rows(
+                refold_page(dialect, op.table, op.shadow),
+                list(map(list, zip(*folded, strict=True))),
+            )
         progress.advance(len(page))
     progress.finish()
 

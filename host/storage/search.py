@@ -38,6 +38,7 @@ __all__ = [
     "SearchUnavailable",
     "fts_table",
     "indexed_source",
+    "refold_page",
     "search_condition",
     "searched_fields",
     "shadow_column",
@@ -237,3 +238,14 @@ def with_search_key(dialect: Dialect, table: str, insert: str) -> str:
     head, _, tail = insert.rpartition(") VALUES (")
     key = f"(SELECT coalesce(max({q(KEY_COLUMN)}), 0) + 1 FROM {q(table)})"
     return f"{head}, {q(KEY_COLUMN)}) VALUES ({tail[:-1]}, {key})"
+
+
+def refold_page(dialect: Dialect, table: str, shadow: str) -> str:
+    """PostgreSQL: set ``shadow`` of a page of rows from three arrays (folded values, tenants,
+    ids) in one statement."""
+    q = dialect.quote
+    return (
+        f"UPDATE {q(table)} SET {q(shadow)} = page.folded FROM unnest($1::text[], $2::text[], "
+        f"$3::text[]) AS page(folded, tenant_id, id) WHERE {q(table)}.tenant_id = page.tenant_id "
+        f"AND {q(table)}.id = page.id"
+    )
