@@ -72,6 +72,9 @@ class ListQuery:
     """``facet=<field>``: the document counts the matching rows per value of each."""
     export: str | None = None
     """``format=csv|ndjson``: every matching row as a file instead of a document."""
+    text_index: bool = True
+    """Whether the text index may drive the read of ``q`` (the storage decides, see
+    :mod:`host.storage.search`); the rows are the same either way."""
 
     @property
     def needle(self) -> str | None:

@@ -173,7 +173,7 @@ def _after(
 def _source(table: str, query: ListQuery, search: Sequence[Column], params: _Params) -> str | None:
     """The ``FROM`` clause when the text index drives the read (SQLite FTS5), else ``None``;
     its placeholders come first in the statement."""
-    if query.needle is None or not search:
+    if query.needle is None or not search or not query.text_index:
         return None
     return indexed_source(params.dialect, table, search, query.needle, params.mark)
 

@@ -13,7 +13,7 @@ chunk its own statement, so no connection or transaction is held while the clien
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from host.graph.model import CompiledProjection, Graph
@@ -25,6 +25,7 @@ from host.storage.database import Storage
 from host.storage.listsql import count_list, select_list
 from host.storage.rows import RowRenderer, field_renderer
 from host.storage.schema import Schema
+from host.storage.search import frequency_probe, is_frequent
 
 __all__ = [
     "ListRead",
@@ -90,6 +91,18 @@ class ProjectionReads:
         """The list declarations of projection ``fqn``."""
         return self._reads[fqn].spec
 
+    async def _planned(self, read: ProjectionList, query: ListQuery) -> ListQuery:
+        """``query`` with the text index driving its search or not (SQLite: not for a text
+        so frequent that the list's own order finds a page sooner)."""
+        if query.needle is None or not read.spec.search:
+            return query
+        probe = frequency_probe(self._storage.dialect, read.table, read.spec.search, query.needle)
+        if probe is None:
+            return query
+        found = await self._storage.rows(*probe)
+        frequent = bool(found) and is_frequent(int(found[0][0]))
+        return replace(query, text_index=not frequent)
+
     async def _rows(
         self,
         read: ProjectionList,
@@ -125,6 +138,7 @@ class ProjectionReads:
     ) -> tuple[Rows, str | None]:
         """One page (one statement) and the cursor of the next one (``None`` on the last)."""
         read = self._reads[projection.fqn]
+        query = await self._planned(read, query)
         rows = await self._rows(read, query, tenant, query.after, page_size + 1)
         if len(rows) <= page_size:
             return read.render.many(rows), None
@@ -140,6 +154,7 @@ class ProjectionReads:
         reads at most ``limit + 1`` rows: beyond ``limit`` a count is a lower bound marked
         ``exact: false`` (docs/http.md, "Counts and facets")."""
         read = self._reads[projection.fqn]
+        query = await self._planned(read, query)
         answer: dict[str, Any] = {}
         if query.count:
             rows = await self._count(read, query, tenant, None, limit)
@@ -202,6 +217,7 @@ class ProjectionReads:
         connection is held between them). A chunk is consistent by itself: every row that
         exists for the whole read appears exactly once, in order."""
         read = self._reads[projection.fqn]
+        query = await self._planned(read, query)
         rows = await self._rows(read, query, tenant, query.after, chunk_size + 1)
         if len(rows) <= chunk_size:
             return ListRead(read.render.many(rows), None)

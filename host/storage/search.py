@@ -36,8 +36,10 @@ __all__ = [
     "KEY_COLUMN",
     "SHADOW_PREFIX",
     "SearchUnavailable",
+    "frequency_probe",
     "fts_table",
     "indexed_source",
+    "is_frequent",
     "refold_page",
     "search_condition",
     "searched_fields",
@@ -174,6 +176,35 @@ def indexed_source(
         f"({' UNION '.join(selects)}) AS _found CROSS JOIN {q(table)} "
         f"ON {q(table)}.{q(KEY_COLUMN)} = _found._found_key"
     )
+
+
+FREQUENT: Final = 1000
+"""SQLite: a text held by this many rows of the table (every tenant) is *frequent*: a page
+of it is found sooner by reading the tenant's rows in the list's order than by looking up
+every row the FTS5 tables name."""
+
+
+def is_frequent(found: int) -> bool:
+    """Whether :func:`frequency_probe` found a frequent text."""
+    return found >= FREQUENT
+
+
+def frequency_probe(
+    dialect: Dialect, table: str, search: Sequence[Column], needle: str
+) -> tuple[str, list[object]] | None:
+    """SQLite: the statement counting the rows holding ``needle`` up to :data:`FREQUENT`
+    (reads at most that many keys of the FTS5 tables); ``None`` where the index does not
+    drive reads (PostgreSQL's planner decides by itself)."""
+    if not dialect.embedded or len(needle) < TRIGRAM or not sqlite_trigram():
+        return None
+    q = dialect.quote
+    selects = [
+        f"SELECT rowid FROM {q(fts_table(table, c.name))} WHERE "
+        f"{q(fts_table(table, c.name))} MATCH ?"
+        for c in search
+    ]
+    sql = f"SELECT count(*) FROM ({' UNION ALL '.join(selects)} LIMIT ?)"
+    return sql, [*([_phrase(needle)] * len(search)), FREQUENT]
 
 
 # -- DDL (run by the schema evolution) ----------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from host.storage import search
 from plugin_api.testing import Client, Host, TesseraHarness
 
 from ._lists_plugin import THING, ListsPlugin
@@ -54,7 +55,17 @@ async def _ids(client: Client, q: str, **more: str) -> list[str]:
     return [item["id"] for item in result.items]
 
 
-async def test_search_folds_all_of_unicode(lab: Host) -> None:
+@pytest.fixture(params=["indexed", "frequent"])
+def drive(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """SQLite reads a rare text through the FTS5 index and a frequent one in the list's
+    order (host.storage.search.FREQUENT): both answers must be the scan's. ``frequent``
+    makes every text found at least once frequent."""
+    if request.param == "frequent":
+        monkeypatch.setattr(search, "FREQUENT", 1)
+    return str(request.param)
+
+
+async def test_search_folds_all_of_unicode(lab: Host, drive: str) -> None:
     client = lab.client(tenant="t1")
     ecole = await _create(client, "ÉCOLE normale", None)
     naive = await _create(client, "plain", "une idée naïve")
@@ -136,7 +147,7 @@ _CHARS = st.characters(blacklist_categories=("Cs", "Cc"), max_codepoint=0x2FFFF)
 _TEXT = st.lists(st.one_of(_PIECES, st.text(_CHARS, max_size=3)), max_size=6).map("".join)
 
 
-async def test_search_equals_a_scan_in_python(lab: Host) -> None:
+async def test_search_equals_a_scan_in_python(lab: Host, drive: str) -> None:
     loop = asyncio.get_running_loop()
     tenants = itertools.count()
     checked = {"queries": 0, "found": 0}
