@@ -1,8 +1,10 @@
 """The SQL text of a filtered, sorted, searched list page (keyset pagination).
 
 Identifiers come only from the compiled graph and are quoted by the dialect; enum options
-(from the graph too) are the only literals, quoted as SQL strings. Every value of a request
-(filter values, search text, cursor values, the tenant, the limit) is a bound parameter.
+(from the graph too) are literals, quoted as SQL strings. Every value of a request (filter
+values, search text, cursor values, the tenant, the limit) is a bound parameter, but for the
+``LIKE`` pattern of ``q`` on PostgreSQL, written as a dollar-quoted literal so the planner
+sees it (:func:`host.storage.search.search_condition`).
 
 The sort expression of a column is the same text in ``ORDER BY``, in the keyset condition,
 in filters and in the index built for it (:func:`index_ddl`), so both backends can use the

@@ -135,6 +135,14 @@ def _like_pattern(needle: str) -> str:
     return f"%{escaped}%"
 
 
+def _dollar_quoted(text: str) -> str:
+    """``text`` as a PostgreSQL dollar-quoted literal, with a tag ``text`` does not hold."""
+    tag = "q"
+    while f"${tag}$" in text or text.endswith(f"${tag}"):
+        tag += "q"
+    return f"${tag}${text}${tag}$"
+
+
 def _phrase(needle: str) -> str:
     return '"' + needle.replace('"', '""') + '"'
 
@@ -147,8 +155,12 @@ def search_condition(
     placeholder, in text order (``?`` binds by position on SQLite). On SQLite the FTS5
     index is used through :func:`indexed_source`."""
     if not dialect.embedded:
-        pattern = _like_pattern(needle)
-        parts = [f"{dialect.quote(shadow_column(c.name))} LIKE {mark(pattern)}" for c in search]
+        # The pattern is written into the statement, not bound: PostgreSQL's plan of a
+        # prepared statement with ``LIKE $n`` soon becomes generic, which cannot know that
+        # the pattern's trigrams make the index the fast way (measured: 105 ms instead of
+        # 4 ms for a rare text in 100,000 rows). Dollar quoting has no escapes at all.
+        pattern = _dollar_quoted(_like_pattern(needle))
+        parts = [f"{dialect.quote(shadow_column(c.name))} LIKE {pattern}" for c in search]
     else:
         parts = [
             f"instr({dialect.quote(shadow_column(c.name))}, {mark(needle)}) > 0" for c in search

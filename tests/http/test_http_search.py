@@ -85,6 +85,7 @@ async def test_search_folds_all_of_unicode(lab: Host, drive: str) -> None:
     # Characters of LIKE patterns and FTS5 queries are plain text.
     assert await _ids(client, "%") == []
     assert await _ids(client, '"') == []
+    assert await _ids(client, "$q$ x") == []
     assert await _ids(client, "nothing like it") == []
 
 
@@ -141,6 +142,8 @@ _PIECES = st.sampled_from(
         '"',
         "'",
         " ",
+        "$q$",
+        "$q",
     ]
 )
 _CHARS = st.characters(blacklist_categories=("Cs", "Cc"), max_codepoint=0x2FFFF)
