@@ -304,7 +304,7 @@ def run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> dict[s
     }
     client = Client(launched)
     try:
-        for name, scenario in SCENARIOS.items():
+        for name, scenario in ({} if args.creates_only else SCENARIOS).items():
             query = {**scenario, "pageSize": str(args.page_size)}
             for tenant in ("big", "small"):
                 pages: list[tuple[int, str | None]] = [(1, None)]
@@ -322,8 +322,9 @@ def run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> dict[s
                     if tenant == "big":
                         key = f"{name} / page {page}"
                         result["explain"][key] = explain(url, tenant, full, cursor)
-        result["export"] = export(client, launched, args.big)
-        print(f"[{backend}] export {json.dumps(result['export'])}", flush=True)
+        if not args.creates_only:
+            result["export"] = export(client, launched, args.big)
+            print(f"[{backend}] export {json.dumps(result['export'])}", flush=True)
         result["create"] = creates(client, args.creates)
         print(f"[{backend}] create {json.dumps(result['create'])}", flush=True)
     finally:
@@ -397,6 +398,11 @@ def main() -> None:
         "--q-samples", type=int, default=11, help="samples of a q search (may scan the tenant)"
     )
     parser.add_argument("--creates", type=int, default=300, help="sequential creates timed")
+    parser.add_argument(
+        "--creates-only",
+        action="store_true",
+        help="only the creates (to compare with a host without the text index)",
+    )
     parser.add_argument("--output", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database")
     parser.add_argument("--keep-log", type=Path, help="copy the server's log there")
