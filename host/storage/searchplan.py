@@ -137,7 +137,9 @@ async def search_changes(
         if sql.embedded:
             index = sqlite_index_sql(sql, table, field) if fts else []
         else:
-            index = [postgresql_index_sql(sql, table, field)]
+            # The planner chooses the index (a rare text) or the list's order (a frequent
+            # one) from the new column's statistics.
+            index = [postgresql_index_sql(sql, table, field), f"ANALYZE {dialect.quote(table)}"]
         operations.extend(Statement(s) for s in index)
         changes.append(
             Change(
