@@ -223,19 +223,27 @@ def frequency_probe(
 
 
 def sqlite_index_sql(dialect: Dialect, table: str, field: str) -> list[str]:
-    """The FTS5 table of ``field``'s shadow column, its triggers, and its first fill."""
+    """The FTS5 table of ``field``'s shadow column, its triggers, and its first fill. Only
+    rows holding a value are indexed (a null is never found, and costs a write nothing)."""
     fts = fts_table(table, field)
     q = dialect.quote
     shadow, key, qt, qf = q(shadow_column(field)), q(KEY_COLUMN), q(table), q(fts)
-    add = f"INSERT INTO {qf}(rowid, {shadow}) VALUES (new.{key}, new.{shadow});"
-    drop = f"INSERT INTO {qf}({qf}, rowid, {shadow}) VALUES ('delete', old.{key}, old.{shadow});"
+    add = (
+        f"INSERT INTO {qf}(rowid, {shadow}) SELECT new.{key}, new.{shadow} "
+        f"WHERE new.{shadow} IS NOT NULL;"
+    )
+    drop = (
+        f"INSERT INTO {qf}({qf}, rowid, {shadow}) SELECT 'delete', old.{key}, old.{shadow} "
+        f"WHERE old.{shadow} IS NOT NULL;"
+    )
     return [
         f"CREATE VIRTUAL TABLE {qf} USING fts5({shadow}, content={qt}, "
         f"content_rowid={key}, tokenize='trigram case_sensitive 1')",
         f"CREATE TRIGGER {q(fts + '_ai')} AFTER INSERT ON {qt} BEGIN {add} END",
         f"CREATE TRIGGER {q(fts + '_ad')} AFTER DELETE ON {qt} BEGIN {drop} END",
         f"CREATE TRIGGER {q(fts + '_au')} AFTER UPDATE OF {shadow} ON {qt} BEGIN {drop} {add} END",
-        f"INSERT INTO {qf}({qf}) VALUES ('rebuild')",
+        f"INSERT INTO {qf}(rowid, {shadow}) SELECT {key}, {shadow} FROM {qt} "
+        f"WHERE {shadow} IS NOT NULL",
     ]
 
 
