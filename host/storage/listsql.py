@@ -207,11 +207,10 @@ def count_list(
     most ``limit`` of them: one row (the count) without ``facet``, else one row per value of
     the ``facet`` column (value, count); and its parameters."""
     params = _Params(dialect)
+    source = _source(table, query, search, params) or dialect.quote(table)
     where = " AND ".join(_matching(table, query, search, tenant, params))
     picked = "1 AS v" if facet is None else f"{dialect.quote(facet.name)} AS v"
-    bounded = (
-        f"SELECT {picked} FROM {dialect.quote(table)} WHERE {where} LIMIT {params.mark(limit)}"
-    )
+    bounded = f"SELECT {picked} FROM {source} WHERE {where} LIMIT {params.mark(limit)}"
     if facet is None:
         return f"SELECT count(*) FROM ({bounded}) AS bounded", params.values
     return f"SELECT v, count(*) FROM ({bounded}) AS bounded GROUP BY v", params.values
