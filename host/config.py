@@ -177,6 +177,12 @@ class Settings:
         _parse_positive_int,
         "Rows read and serialised per chunk of a list projection; longer lists are streamed.",
     )
+    list_count_limit: int = _setting(
+        100_000,
+        _parse_positive_int,
+        "Most rows a list count or facet (count=true, facet=...) reads; beyond it the "
+        'answer is a lower bound marked exact: false (docs/http.md, "Counts and facets").',
+    )
     response_timeout_s: int = _setting(
         60,
         _parse_positive_int,

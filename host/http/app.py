@@ -200,7 +200,8 @@ def create_app(
             if query is not None:  # list parameters or 1.1.0 (docs/http.md, "Lists")
                 query = dataclasses.replace(query, offered=offered)
                 parts = (reads, template, compiled, query, tenant, generated_at, chunk_rows)
-                return await list_response(*parts, annotate)
+                count_limit = settings.list_count_limit
+                return await list_response(*parts, annotate=annotate, count_limit=count_limit)
             listing = await reads.every_row(compiled, tenant, plain_query(scope), chunk_rows)
             if listing.rest is None:
                 return json_response(template.render_list(tenant, generated_at, listing.first))

@@ -116,8 +116,10 @@ def list_stream(
     generated_at: str,
     first: Rows,
     rest: AsyncIterator[Rows],
+    counts: dict[str, Any] | None = None,
 ) -> AsyncIterator[bytes]:
-    """Every matching row, serialised chunk by chunk (the bytes of :func:`list_document`)."""
+    """Every matching row, serialised chunk by chunk (the bytes of :func:`list_document`);
+    ``counts`` (``count``, ``facets``) follow ``pagination`` in ``data``."""
     document = _head(template, spec, query, tenant, generated_at)
     del document["data"]
     head = jsonio.dumps(document)[:-1] + b',"data":{"items":['
@@ -134,7 +136,8 @@ def list_stream(
             if aclose is not None:
                 await aclose()
         pagination = jsonio.dumps(_pagination(spec, query, count, None))
-        yield b'],"pagination":' + pagination + b"}}"
+        tail = jsonio.dumps(counts)[1:-1] if counts else b""
+        yield b'],"pagination":' + pagination + (b"," + tail if tail else b"") + b"}}"
 
     return stream()
 

@@ -172,10 +172,38 @@ def projection_parameters(projection: CompiledProjection) -> list[dict[str, Any]
         parameters.append(
             _query(
                 "q",
-                f"List renders: case-insensitive (ASCII) substring over {fields}.",
+                f"List renders: Unicode case-insensitive substring over {fields} (NFKC + "
+                "case folding of both sides, served by a trigram index; docs/lists-search.md).",
                 {"type": "string"},
             )
         )
+    parameters.append(
+        _query(
+            "count",
+            "List renders: `true` adds `data.count` = `{value, exact}`, the rows matching the "
+            "filters, search and row scope; beyond TESSERA_LIST_COUNT_LIMIT rows `value` is a "
+            "lower bound and `exact` false.",
+            {"type": "string", "enum": ["true", "false"]},
+        )
+    )
+    if spec.facetable:
+        parameters.append(
+            _query(
+                "facet",
+                "List renders (repeatable): adds `data.facets.<field>` = `{exact, values: "
+                "[{value, count}]}`, the matching rows per value, bounded as `count`.",
+                {"type": "string", "enum": list(spec.facetable)},
+            )
+        )
+    parameters.append(
+        _query(
+            "format",
+            "List renders: every matching row as a file, streamed: `csv` (text/csv, formula "
+            "cells prefixed with ') or `ndjson` (application/x-ndjson, one JSON row per line). "
+            "Not with pageSize or cursor (400).",
+            {"type": "string", "enum": ["csv", "ndjson"]},
+        )
+    )
     for name, declared in spec.filters.items():
         for operator in declared.operators:
             parameters.append(
@@ -203,7 +231,7 @@ _OPERATOR_TEXT: Final[Mapping[str, str]] = {
     "lte": "is at most the value",
     "gt": "is greater than the value",
     "gte": "is at least the value",
-    "contains": "contains the text (case-insensitive, ASCII)",
+    "contains": "contains the text (case-insensitive for ASCII letters)",
     "null": "is null (`true`) or is not (`false`)",
 }
 
@@ -230,6 +258,30 @@ def row_schema(projection: CompiledProjection) -> Schema:
     return with_availability(row)
 
 
+_COUNT: Final[Schema] = {
+    "type": "object",
+    "description": "Only with count=true (docs/lists-search.md).",
+    "properties": {"value": {"type": "integer"}, "exact": {"type": "boolean"}},
+    "required": ["value", "exact"],
+}
+_FACET: Final[Schema] = {
+    "type": "object",
+    "description": "Only with facet=<field>: matching rows per value, null last.",
+    "properties": {
+        "exact": {"type": "boolean"},
+        "values": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"value": {}, "count": {"type": "integer"}},
+                "required": ["value", "count"],
+            },
+        },
+    },
+    "required": ["exact", "values"],
+}
+
+
 def view_schema(projection: CompiledProjection, row: Schema) -> Schema:
     """The ViewSchema document of a projection, with ``data`` in list or detail shape."""
     data = {
@@ -238,6 +290,8 @@ def view_schema(projection: CompiledProjection, row: Schema) -> Schema:
                 {
                     "items": {"type": "array", "items": row},
                     "pagination": _ref("schemas", "Pagination"),
+                    "count": _COUNT,
+                    "facets": {"type": "object", "additionalProperties": _FACET},
                 },
                 ["items", "pagination"],
             ),
@@ -265,13 +319,14 @@ def view_schema(projection: CompiledProjection, row: Schema) -> Schema:
 def projection_operation(projection: CompiledProjection) -> dict[str, Any]:
     """``GET /projections/<fqn>``."""
     entity = projection.entity.fqn
-    responses = {
-        "200": _json_response(
-            "The ViewSchema: the list shape without `subject`, the detail shape with it "
-            "(`item` is null for an unknown subject).",
-            view_schema(projection, _ref("schemas", f"{projection.fqn}.Row")),
-        ),
-    }
+    ok = _json_response(
+        "The ViewSchema: the list shape without `subject`, the detail shape with it "
+        "(`item` is null for an unknown subject); with `format`, the list as a file.",
+        view_schema(projection, _ref("schemas", f"{projection.fqn}.Row")),
+    )
+    ok["content"]["text/csv"] = {"schema": {"type": "string"}}
+    ok["content"]["application/x-ndjson"] = {"schema": {"type": "string"}}
+    responses = {"200": ok}
     access = projection.definition.access
     if access is None:
         responses.update(_error_responses(_error_kinds(BadRequest, InternalError)))

@@ -15,7 +15,8 @@ from typing import Final, Protocol
 
 from host.query.conditions import Condition, fold, from_text
 from host.query.cursor import CursorCodec, KeysetValue
-from host.query.spec import ListSpec, SortKey
+from host.query.folding import search_fold
+from host.query.spec import Column, ListSpec, SortKey
 from plugin_api.errors import BadRequest
 
 __all__ = [
@@ -36,7 +37,9 @@ SCHEMA_1_3: Final = "1.3.0"
 """1.2.0 and the entity's workflow (docs/console.md, "ViewSchema 1.3.0")."""
 NEGOTIABLE: Final = (SCHEMA_1_3, SCHEMA_1_2, SCHEMA_1_1)
 """The versions beyond 1.0.0 a client may ask for, newest first."""
-LIST_PARAMETERS: Final = ("pageSize", "cursor", "sort", "q")
+LIST_PARAMETERS: Final = ("pageSize", "cursor", "sort", "q", "count", "facet", "format")
+EXPORT_FORMATS: Final = ("csv", "ndjson")
+"""The values of ``format``: the whole list as a file (docs/http.md, "Export")."""
 FILTER_PREFIX: Final = "filter."
 IN_MAX_VALUES: Final = 100
 _DIGITS: Final = re.compile(r"[0-9]{1,9}", re.ASCII)
@@ -70,11 +73,20 @@ class ListQuery:
     """The reader's row conditions (:mod:`host.runtime.access`), applied with the filters."""
     offered: frozenset[str] | None = None
     """The FQNs of the actions a 1.1.0 document offers (``None``: every declared action)."""
+    count: bool = False
+    """``count=true``: the document says how many rows match."""
+    facets: tuple[Column, ...] = ()
+    """``facet=<field>``: the document counts the matching rows per value of each."""
+    export: str | None = None
+    """``format=csv|ndjson``: every matching row as a file instead of a document."""
+    text_index: bool = True
+    """Whether the text index may drive the read of ``q`` (the storage decides, see
+    :mod:`host.storage.search`); the rows are the same either way."""
 
     @property
     def needle(self) -> str | None:
-        """The search text as compared (ASCII letters folded)."""
-        return None if self.q is None else fold(self.q)
+        """The search text as compared (:func:`~host.query.folding.search_fold`)."""
+        return None if self.q is None else search_fold(self.q)
 
 
 def plain_query(
@@ -196,6 +208,46 @@ def _search(text: str, spec: ListSpec) -> str | None:
     return text or None
 
 
+def _count(text: str | None) -> bool:
+    if text is None or text == "false":
+        return False
+    if text == "true":
+        return True
+    raise BadRequest(f"Parameter 'count' must be 'true' or 'false', got {text[:20]!r}")
+
+
+def _facets(names: list[str], spec: ListSpec) -> tuple[Column, ...]:
+    facetable = spec.facetable
+    chosen: list[Column] = []
+    for name in names:
+        column = facetable.get(name)
+        if column is None:
+            allowed = ", ".join(facetable) or "none (the projection filters no enum, boolean "
+            allowed += "" if facetable else "or reference field with eq)"
+            raise BadRequest(
+                f"Parameter 'facet': {name!r} is not a facet of projection {spec.fqn!r}; "
+                f"facets: {allowed}"
+            )
+        if column in chosen:
+            raise BadRequest(f"Parameter 'facet' names {name!r} twice")
+        chosen.append(column)
+    return tuple(chosen)
+
+
+def _export(text: str | None, page: bool) -> str | None:
+    if text is None:
+        return None
+    if text not in EXPORT_FORMATS:
+        raise BadRequest(
+            f"Parameter 'format' must be one of {', '.join(EXPORT_FORMATS)}, got {text[:20]!r}"
+        )
+    if page:
+        raise BadRequest(
+            "Parameter 'format' exports every matching row: send it without pageSize and cursor"
+        )
+    return text
+
+
 def parse_list_query(
     args: Args,
     spec: ListSpec,
@@ -245,13 +297,17 @@ def parse_list_query(
                 "and q"
             )
         after = tuple(values)
+    export = _export(_one(args, "format"), size_text is not None or token is not None)
     return ListQuery(
         version=version,
         conditions=conditions,
         sort=sort,
         q=q,
-        page_size=page_size,
+        page_size=None if export else page_size,
         after=after,
         binding=bound,
         scope=scope,
+        count=_count(_one(args, "count")),
+        facets=_facets(args.getlist("facet"), spec),
+        export=export,
     )

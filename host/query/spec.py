@@ -10,7 +10,8 @@ from typing import Final
 from host.fieldtypes import IDENTITY, ValueType
 from host.graph.listing import listed_type, operator_names
 from host.graph.model import CompiledEntity, CompiledProjection
-from plugin_api.definitions import Field
+from host.systemfields import SYSTEM
+from plugin_api.definitions import Field, FieldType
 from plugin_api.listing import MAX_PAGE_SIZE, ListOptions
 
 __all__ = [
@@ -37,6 +38,9 @@ class Column:
     nullable: bool
     """Whether the column may hold null (every declared field column may)."""
 
+
+FACET_TYPES: Final = frozenset({FieldType.ENUM, FieldType.BOOLEAN, FieldType.REFERENCE})
+"""The field types a list can count rows by value of (``facet``)."""
 
 ID_COLUMN: Final = Column(name="id", type=IDENTITY, field=IDENTITY.stand_in("id"), nullable=False)
 """The system field ``id``, the final key of every sort."""
@@ -78,6 +82,18 @@ class ListSpec:
     """Whether the projection declares any list options (``listing`` is not None)."""
     indexes: tuple[tuple[Column, ...], ...] = ()
     """Declared composite indexes."""
+
+    @property
+    def facetable(self) -> Mapping[str, Column]:
+        """The fields ``facet`` may name: filters with ``eq`` on an enum, boolean or
+        reference field (few values, each a filter a client can apply next)."""
+        return {
+            name: declared.column
+            for name, declared in self.filters.items()
+            if "eq" in declared.operators
+            and name not in SYSTEM
+            and declared.column.field.type in FACET_TYPES
+        }
 
     @property
     def fqn(self) -> str:

@@ -48,6 +48,7 @@ from host.storage.plan import (
 )
 from host.storage.progress import NO_PROGRESS, Progress
 from host.storage.schema import Schema, reference_index_name
+from host.storage.searchplan import search_changes
 from host.storage.tenantkeys import key_changes
 from plugin_api.definitions import SYSTEM_FIELDS, Field
 
@@ -152,6 +153,8 @@ class _Differ:
         self.stamp = stamp
         self.progress = progress
         self.sources: dict[str, str] = {}
+        self.moved_aside: dict[str, str] = {}
+        """Tables of removed entities: the name they are kept under -> their name."""
         """Entity FQN -> the table its rows are in now (the old name of a renamed entity)."""
 
     # -- entities -------------------------------------------------------------------------
@@ -173,6 +176,7 @@ class _Differ:
     async def removed_entity(self, fqn: str, table: str) -> Change:
         counts = await _Counter(table).run(self.tx)
         aside = aside_name(table, self.stamp, list(self.columns))
+        self.moved_aside[aside] = table
         sql = self.dialect.rename_table(table, aside)
         return Change(
             kind="entity-removed",
@@ -779,7 +783,8 @@ async def build_plan(
 
     keys = await key_changes(tx, dialect, schema)
     if record is not None and record.graph_hash == graph.hash:
-        return plan(keys)
+        # A database prepared by a host without the text index of search gets it all the same.
+        return plan((*keys, *await search_changes(tx, dialect, graph, columns)))
     old_document: Mapping[str, Any] = json.loads(record.canonical) if record else {}
     old_defs = _definitions(old_document)
     differ = _Differ(tx, dialect, graph, schema, columns, now.strftime("%Y%m%d%H%M%S"), progress)
@@ -804,6 +809,15 @@ async def build_plan(
             changes.append(await differ.removed_entity(fqn, table_name(fqn)))
     changes.extend(await index_changes(tx, dialect, graph))
     changes.extend(keys)
+    rewritten = {
+        (operation.table, operation.column)
+        for change in changes
+        for operation in change.operations
+        if isinstance(operation, (Backfill, Convert, MapValues))
+    }
+    moved = {graph.entities[new].table_name: table_name(old) for new, old in renamed.items()}
+    moved.update(differ.moved_aside)
+    changes.extend(await search_changes(tx, dialect, graph, columns, moved, rewritten))
     if record is not None:
         changes.extend(_other_metadata(old_document, json.loads(graph.canonical)))
     return plan(changes)

@@ -1,8 +1,10 @@
 """The SQL text of a filtered, sorted, searched list page (keyset pagination).
 
 Identifiers come only from the compiled graph and are quoted by the dialect; enum options
-(from the graph too) are the only literals, quoted as SQL strings. Every value of a request
-(filter values, search text, cursor values, the tenant, the limit) is a bound parameter.
+(from the graph too) are literals, quoted as SQL strings. Every value of a request (filter
+values, search text, cursor values, the tenant, the limit) is a bound parameter, but for the
+``LIKE`` pattern of ``q`` on PostgreSQL, written as a dollar-quoted literal so the planner
+sees it (:func:`host.storage.search.search_condition`).
 
 The sort expression of a column is the same text in ``ORDER BY``, in the keyset condition,
 in filters and in the index built for it (:func:`index_ddl`), so both backends can use the
@@ -21,8 +23,9 @@ from host.query.cursor import KeysetValue
 from host.query.params import ListQuery
 from host.query.spec import Column, SortKey
 from host.storage.dialects import Dialect
+from host.storage.search import indexed_source, search_condition
 
-__all__ = ["index_ddl", "select_list", "sort_expression"]
+__all__ = ["count_list", "index_ddl", "select_list", "sort_expression"]
 
 _COMPARISONS: Final = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 
@@ -94,11 +97,9 @@ def _condition(condition: Condition, params: _Params) -> str:
     return f"{expression} {_COMPARISONS[operator]} {params.operand(column, values[0])}"
 
 
-def _search(query: ListQuery, search: Sequence[Column], params: _Params) -> str:
-    needle = query.needle
-    dialect = params.dialect
-    parts = [dialect.contains(dialect.quote(c.name), params.mark(needle)) for c in search]
-    return "(" + " OR ".join(parts) + ")"
+def _search(table: str, needle: str, search: Sequence[Column], params: _Params) -> str:
+    # The folded copies and their trigram index: host.storage.search.
+    return search_condition(params.dialect, table, search, needle, params.mark)
 
 
 def _keys(sort: Sequence[SortKey], id_column: Column) -> list[tuple[Column, bool]]:
@@ -171,9 +172,56 @@ def _after(
     return "(" + " OR ".join(f"({alternative})" for alternative in alternatives) + ")"
 
 
+def _source(table: str, query: ListQuery, search: Sequence[Column], params: _Params) -> str | None:
+    """The ``FROM`` clause when the text index drives the read (SQLite FTS5), else ``None``;
+    its placeholders come first in the statement."""
+    if query.needle is None or not search or not query.text_index:
+        return None
+    return indexed_source(params.dialect, table, search, query.needle, params.mark)
+
+
+def _matching(
+    table: str, query: ListQuery, search: Sequence[Column], tenant: str, params: _Params
+) -> list[str]:
+    """The ``WHERE`` parts of the tenant's rows matching ``query``: the reader's row scope,
+    the filters and the search."""
+    where = [f"tenant_id = {params.mark(tenant)}"]
+    where.extend(_condition(condition, params) for condition in query.scope)
+    where.extend(_condition(condition, params) for condition in query.conditions)
+    if query.needle is not None and search:
+        where.append(_search(table, query.needle, search, params))
+    return where
+
+
+def count_list(
+    dialect: Dialect,
+    table: str,
+    query: ListQuery,
+    *,
+    search: Sequence[Column],
+    tenant: str,
+    facet: Column | None,
+    limit: int,
+) -> tuple[str, list[object]]:
+    """The statement counting the rows matching ``query`` (sort and cursor aside), reading at
+    most ``limit`` of them: one row (the count) without ``facet``, else one row per value of
+    the ``facet`` column (value, count); and its parameters."""
+    params = _Params(dialect)
+    source = _source(table, query, search, params) or dialect.quote(table)
+    where = " AND ".join(_matching(table, query, search, tenant, params))
+    picked = "1 AS v" if facet is None else f"{dialect.quote(facet.name)} AS v"
+    bounded = f"SELECT {picked} FROM {source} WHERE {where} LIMIT {params.mark(limit)}"
+    if facet is None:
+        return f"SELECT count(*) FROM ({bounded}) AS bounded", params.values
+    return f"SELECT v, count(*) FROM ({bounded}) AS bounded GROUP BY v", params.values
+
+
 @lru_cache(maxsize=1024)
-def _select_from(dialect: Dialect, table: str, columns: tuple[str, ...]) -> str:
-    return f"SELECT {', '.join(map(dialect.quote, columns))} FROM {dialect.quote(table)}"
+def _select_from(
+    dialect: Dialect, table: str, columns: tuple[str, ...], source: str | None = None
+) -> str:
+    quoted = dialect.quote(table) if source is None else source
+    return f"SELECT {', '.join(map(dialect.quote, columns))} FROM {quoted}"
 
 
 def select_list(
@@ -191,16 +239,13 @@ def select_list(
     """The statement of one page: ``columns`` of the tenant's rows matching ``query``, in its
     order, after the keyset ``after`` (if any), at most ``limit``; and its parameters."""
     params = _Params(dialect)
-    where = [f"tenant_id = {params.mark(tenant)}"]
-    where.extend(_condition(condition, params) for condition in query.scope)
-    where.extend(_condition(condition, params) for condition in query.conditions)
-    if query.needle is not None and search:
-        where.append(_search(query, search, params))
+    source = _source(table, query, search, params)
+    where = _matching(table, query, search, tenant, params)
     keys = _keys(query.sort, id_column)
     if after is not None:
         where.append(_after(keys, after, params))
     sql = (
-        f"{_select_from(dialect, table, tuple(columns))} WHERE {' AND '.join(where)} "
+        f"{_select_from(dialect, table, tuple(columns), source)} WHERE {' AND '.join(where)} "
         f"ORDER BY {_order_by(dialect, keys)} LIMIT {params.mark(limit)}"
     )
     return sql, params.values

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 
 from host.graph.model import Graph
+from host.query.folding import search_fold
 from host.storage import sql
 from host.storage.auditchain import create_chain_tables
 from host.storage.auditlog import add_audit_columns
@@ -36,14 +37,17 @@ from host.storage.plan import (
     Backfill,
     Convert,
     MapValues,
+    NeedsTrigram,
     Operation,
     Plan,
+    Refold,
     SchemaEvolutionError,
     Statement,
     table_clause,
 )
 from host.storage.progress import NO_PROGRESS, Progress
 from host.storage.schema import Schema
+from host.storage.search import SearchUnavailable, refold_page
 from host.storage.tx import Statement as SqlStatement
 
 __all__ = ["Evolution", "apply", "plan_only", "startup_check", "startup_evolution"]
@@ -71,8 +75,54 @@ async def _run(tx: Tx, operation: Operation, dialect: Dialect, progress: Progres
         await tx.execute(map_statement(operation))
         progress.advance(operation.rows)
         progress.finish()
+    elif isinstance(operation, Refold):
+        await _refold(tx, operation, dialect, progress)
+    elif isinstance(operation, NeedsTrigram):
+        await _trigram(tx)
     else:
         await _convert(tx, operation, dialect, progress)
+
+
+async def _refold(tx: Tx, op: Refold, dialect: Dialect, progress: Progress) -> None:
+    # As :func:`_convert`: pages keyed on (tenant_id, id) read the field, the shadow is
+    # written as they go, one batch per page.
+    update = sql.set_by_key(dialect, op.table, op.shadow)
+    progress.start(f"folding {op.table}.{op.column} for search", op.rows)
+    async for page in page_values(tx, op.table, op.column):
+        folded = [
+            (search_fold(value), tenant, row_id)
+            for tenant, row_id, value in page
+            if isinstance(value, str)
+        ]
+        if folded and dialect.embedded:
+            await tx.batch([(update, values) for values in folded])
+        elif folded:  # PostgreSQL: one statement per page (arrays), not one per row
+            await tx.rows(
+                refold_page(dialect, op.table, op.shadow),
+                list(map(list, zip(*folded, strict=True))),
+            )
+        progress.advance(len(page))
+    progress.finish()
+
+
+async def _trigram(tx: Tx) -> None:
+    present = await tx.fetch_val(sa.text("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'"))
+    if present:
+        return
+    allowed = await tx.fetch_val(
+        sa.text(
+            "SELECT rolsuper OR has_database_privilege(current_database(), 'CREATE') "
+            "FROM pg_roles WHERE rolname = current_user"
+        )
+    )
+    if not allowed:
+        name = await tx.fetch_val(sa.text("SELECT current_database()"))
+        raise SearchUnavailable(
+            "the text index of list search needs the PostgreSQL extension pg_trgm, and this "
+            f"role may not create it: run 'CREATE EXTENSION pg_trgm;' in database {name!r} "
+            "as a superuser (or the database owner), then start again"
+        )
+    await tx.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_trgm"))
 
 
 async def _convert(tx: Tx, op: Convert, dialect: Dialect, progress: Progress) -> None:
@@ -120,7 +170,7 @@ class Evolution:
             await create_chain_tables(tx)
         plan = await build_plan(tx, dialect, self.graph, self.schema, self.clock(), self.progress)
         self.plan = plan
-        if plan.up_to_date:
+        if plan.up_to_date and not plan.changes:
             return
         blocked = plan.blocked(self.allow)
         if blocked:

@@ -24,8 +24,10 @@ __all__ = [
     "ChangeClass",
     "Convert",
     "MapValues",
+    "NeedsTrigram",
     "Operation",
     "Plan",
+    "Refold",
     "SchemaEvolutionError",
     "Statement",
     "table_clause",
@@ -102,7 +104,25 @@ class MapValues:
     rows: int
 
 
-Operation = Statement | Backfill | Convert | MapValues
+@dataclass(frozen=True, slots=True)
+class Refold:
+    """Fill the shadow column ``shadow`` page by page with the folded values of ``column``
+    (the text index of ``q``, :mod:`host.storage.search`)."""
+
+    table: str
+    column: str
+    shadow: str
+    rows: int
+    """Rows holding a value (the progress total)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NeedsTrigram:
+    """PostgreSQL: create the ``pg_trgm`` extension, or refuse in one line saying what to
+    run when this role may not."""
+
+
+Operation = Statement | Backfill | Convert | MapValues | Refold | NeedsTrigram
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

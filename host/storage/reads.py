@@ -13,18 +13,19 @@ chunk its own statement, so no connection or transaction is held while the clien
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from host.graph.model import CompiledProjection, Graph
 from host.query.conditions import Condition
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.params import ListQuery, plain_query
-from host.query.spec import ID_COLUMN, ListSpec, list_spec
+from host.query.spec import ID_COLUMN, Column, ListSpec, list_spec
 from host.storage.database import Storage
-from host.storage.listsql import select_list
-from host.storage.rows import RowRenderer
+from host.storage.listsql import count_list, select_list
+from host.storage.rows import RowRenderer, field_renderer
 from host.storage.schema import Schema
+from host.storage.search import frequency_probe, is_frequent
 
 __all__ = [
     "ListRead",
@@ -32,6 +33,7 @@ __all__ = [
     "ProjectionReads",
     "Rows",
     "projection_columns",
+    "tally",
 ]
 
 Rows = list[dict[str, Any]]
@@ -49,6 +51,12 @@ class ListRead:
 
     first: Rows
     rest: AsyncIterator[Rows] | None
+
+
+def tally(counted: int, limit: int) -> dict[str, Any]:
+    """A count as documents show it: ``exact`` false when the count stopped at ``limit``
+    rows (the value is then a lower bound)."""
+    return {"value": min(counted, limit), "exact": counted <= limit}
 
 
 class ProjectionList:
@@ -82,6 +90,18 @@ class ProjectionReads:
     def spec(self, fqn: str) -> ListSpec:
         """The list declarations of projection ``fqn``."""
         return self._reads[fqn].spec
+
+    async def _planned(self, read: ProjectionList, query: ListQuery) -> ListQuery:
+        """``query`` with the text index driving its search or not (SQLite: not for a text
+        so frequent that the list's own order finds a page sooner)."""
+        if query.needle is None or not read.spec.search:
+            return query
+        probe = frequency_probe(self._storage.dialect, read.table, read.spec.search, query.needle)
+        if probe is None:
+            return query
+        found = await self._storage.rows(*probe)
+        frequent = bool(found) and is_frequent(int(found[0][0]))
+        return replace(query, text_index=not frequent)
 
     async def _rows(
         self,
@@ -118,12 +138,62 @@ class ProjectionReads:
     ) -> tuple[Rows, str | None]:
         """One page (one statement) and the cursor of the next one (``None`` on the last)."""
         read = self._reads[projection.fqn]
+        query = await self._planned(read, query)
         rows = await self._rows(read, query, tenant, query.after, page_size + 1)
         if len(rows) <= page_size:
             return read.render.many(rows), None
         rows = rows[:page_size]
         cursor = self.cursors.encode(query.binding, self._keyset(read, query, rows[-1]))
         return read.render.many(rows), cursor
+
+    async def counts(
+        self, projection: CompiledProjection, tenant: str, query: ListQuery, limit: int
+    ) -> dict[str, Any]:
+        """What ``count=true`` and ``facet=`` ask, as the document's keys (``count``,
+        ``facets``), under the same filters, search and row scope as the rows. Each statement
+        reads at most ``limit + 1`` rows: beyond ``limit`` a count is a lower bound marked
+        ``exact: false`` (docs/http.md, "Counts and facets")."""
+        read = self._reads[projection.fqn]
+        query = await self._planned(read, query)
+        answer: dict[str, Any] = {}
+        if query.count:
+            rows = await self._count(read, query, tenant, None, limit)
+            answer["count"] = tally(int(rows[0][0]) if rows else 0, limit)
+        if query.facets:
+            facets: dict[str, Any] = {}
+            for column in query.facets:
+                rows = await self._count(read, query, tenant, column, limit)
+                render = read.render.renderers.get(column.name) or field_renderer(
+                    projection.entity, column.name
+                )
+                values = [(render(value), int(n)) for value, n in rows]
+                total = sum(n for _, n in values)
+                values.sort(key=_facet_order(column))
+                facets[column.name] = {
+                    "exact": total <= limit,
+                    "values": [{"value": v, "count": n} for v, n in values],
+                }
+            answer["facets"] = facets
+        return answer
+
+    async def _count(
+        self,
+        read: ProjectionList,
+        query: ListQuery,
+        tenant: str,
+        facet: Column | None,
+        limit: int,
+    ) -> Sequence[Sequence[Any]]:
+        sql, params = count_list(
+            self._storage.dialect,
+            read.table,
+            query,
+            search=read.spec.search,
+            tenant=tenant,
+            facet=facet,
+            limit=limit + 1,
+        )
+        return await self._storage.rows(sql, params)
 
     async def one(
         self,
@@ -147,6 +217,7 @@ class ProjectionReads:
         connection is held between them). A chunk is consistent by itself: every row that
         exists for the whole read appears exactly once, in order."""
         read = self._reads[projection.fqn]
+        query = await self._planned(read, query)
         rows = await self._rows(read, query, tenant, query.after, chunk_size + 1)
         if len(rows) <= chunk_size:
             return ListRead(read.render.many(rows), None)
@@ -172,3 +243,19 @@ class ProjectionReads:
             if len(rows) <= chunk_size:
                 return
             after = self._keyset(read, query, rows[chunk_size - 1])
+
+
+def _facet_order(column: Column) -> Any:
+    """Facet values in the field's order (enum options as declared, ``false`` before
+    ``true``, references by id), null last."""
+    options = column.field.options
+
+    def key(pair: tuple[Any, int]) -> tuple[int, Any]:
+        value = pair[0]
+        if value is None:
+            return (2, 0)
+        if options:
+            return (0, options.index(value)) if value in options else (1, str(value))
+        return (0, value)
+
+    return key

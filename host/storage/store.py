@@ -35,6 +35,7 @@ from host.storage.dialects import Dialect
 from host.storage.listsql import select_list
 from host.storage.rows import RowRenderer, all_columns
 from host.storage.schema import Schema
+from host.storage.search import searched_fields, shadow_values, with_search_key
 from host.storage.tx import Statement
 from host.systemfields import SYSTEM, new_ulid
 
@@ -85,10 +86,14 @@ class AuditRecord:
 class _EntityStatements:
     """One entity's table, columns, renderer and fixed statements."""
 
-    __slots__ = ("exists", "render", "select_one", "table", "version_at")
+    __slots__ = ("exists", "render", "searched", "select_one", "table", "version_at")
 
-    def __init__(self, entity: CompiledEntity, table: str, dialect: Dialect) -> None:
+    def __init__(
+        self, entity: CompiledEntity, table: str, dialect: Dialect, searched: tuple[str, ...]
+    ) -> None:
         self.table = table
+        self.searched = searched
+        """The fields a list searches: written with their folded copy (host.storage.search)."""
         self.render = RowRenderer(entity, all_columns(entity))
         self.select_one = sql.select_one(dialect, table, self.render.columns)
         self.exists = sql.select_one(dialect, table, ("id",))
@@ -102,8 +107,11 @@ class EntityStore:
         self.graph = graph
         self.schema = schema
         self.dialect = dialect
+        searched = searched_fields(graph)
         self._entities = {
-            fqn: _EntityStatements(entity, schema.entities[fqn].name, dialect)
+            fqn: _EntityStatements(
+                entity, schema.entities[fqn].name, dialect, searched.get(fqn, ())
+            )
             for fqn, entity in graph.entities.items()
         }
         self._audit_sql = sql.insert(
@@ -175,8 +183,12 @@ class EntityStore:
             "_version": version,
             **values,
         }
-        statement = sql.insert(self.dialect, self._entities[entity].table, tuple(written))
-        return Written((statement, tuple(written.values())), row_id, version, written)
+        statements = self._entities[entity]
+        columns = {**written, **shadow_values(statements.searched, values)}
+        statement = sql.insert(self.dialect, statements.table, tuple(columns))
+        if statements.searched:
+            statement = with_search_key(self.dialect, statements.table, statement)
+        return Written((statement, tuple(columns.values())), row_id, version, written)
 
     def update(
         self,
@@ -196,9 +208,10 @@ class EntityStore:
         _no_system_fields(changes)
         version = new_ulid()
         written = {"updated_at": now, "_version": version, **changes}
-        table = self._entities[entity].table
-        statement = sql.guarded_update(self.dialect, table, tuple(written))
-        args = (*written.values(), tenant_id, row_id, read_version)
+        statements = self._entities[entity]
+        columns = {**written, **shadow_values(statements.searched, changes)}
+        statement = sql.guarded_update(self.dialect, statements.table, tuple(columns))
+        args = (*columns.values(), tenant_id, row_id, read_version)
         return Written((statement, args), row_id, version, written)
 
     # -- closing statements of an action ----------------------------------------------------

@@ -183,13 +183,21 @@ def test_view_schema_list_and_detail(document: dict[str, Any]) -> None:
     view = operation(document, "/projections/helpdesk.ticket.queue", "get")
     data = view["responses"]["200"]["content"]["application/json"]["schema"]["allOf"][1]
     shapes = data["properties"]["data"]["oneOf"]
-    assert [sorted(s["properties"]) for s in shapes] == [["items", "pagination"], ["item"]]
+    assert [sorted(s["properties"]) for s in shapes] == [
+        ["count", "facets", "items", "pagination"],
+        ["item"],
+    ]
+    assert shapes[0]["required"] == ["items", "pagination"]  # count, facets: when asked
     names = [p["$ref"].rsplit("/", 1)[1] if "$ref" in p else p["name"] for p in view["parameters"]]
     assert names[:7] == [
         "X-Tenant-ID", "subject", "locale", "renderer", "acceptSchemaVersions", "pageSize", "cursor"
     ]  # fmt: skip
     # The queue's list declarations (sample-plugins): sort, q and one parameter per operator.
     assert {"sort", "q", "filter.state", "filter.state.in", "filter.priority.in"} <= set(names)
+    facet = next(p for p in view["parameters"] if p.get("name") == "facet")
+    assert facet["schema"]["enum"] == ["state", "priority"]
+    assert {"count", "format"} <= set(names)
+    assert {"text/csv", "application/x-ndjson"} <= set(view["responses"]["200"]["content"])
     page_size = next(p for p in view["parameters"] if p.get("name") == "pageSize")
     assert page_size["schema"] == {"type": "integer", "minimum": 1, "maximum": 1000}
     undeclared = operation(document, "/projections/helpdesk.ticket.detail", "get")

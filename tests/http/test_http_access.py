@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -343,6 +345,9 @@ async def test_property_no_row_outside_scope_or_tenant(tessera: TesseraHarness) 
         got = await _all_pages(client, query)
         if not read["roles"] & {"requester", "agent"}:
             assert got == 403
+            for asked in ({"count": "true"}, {"format": "csv"}):
+                refused = await client.projection(MINE, query=asked)
+                assert refused.status == 403 and refused.error_kind == "PolicyDenied"
             checked["refused"] += 1
             return
         assert isinstance(got, list)
@@ -358,6 +363,18 @@ async def test_property_no_row_outside_scope_or_tenant(tessera: TesseraHarness) 
         ids = [item["id"] for item in got]
         assert len(ids) == len(set(ids))
         assert set(ids) == expected
+        # Counts, facets and the export see exactly the same rows (never one out of scope).
+        counted = await client.projection(
+            MINE, query=[*query.items(), ("count", "true"), ("facet", "priority")]
+        )
+        assert counted.json["data"]["count"] == {"value": len(expected), "exact": True}
+        per_priority = Counter(row["priority"] for row in rows if row["id"] in expected)
+        facet = counted.json["data"]["facets"]["priority"]["values"]
+        assert {v["value"]: v["count"] for v in facet} == dict(per_priority)
+        export = {k: v for k, v in query.items() if k != "pageSize"}
+        exported = await client.projection(MINE, query={**export, "format": "ndjson"})
+        lines = exported.body.decode().splitlines()
+        assert sorted(json.loads(line)["id"] for line in lines) == sorted(expected)
         checked["reads"] += 1
 
     @settings(

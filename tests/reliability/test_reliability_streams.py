@@ -87,6 +87,8 @@ async def _bulk_copy(database: str, template_id: str, tenant: str, count: int) -
         new_id = "'01ZZ' || substr('0000000000000000000000' || i, -22, 22)"
         prefix = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :count) "
     copied = {"tenant_id": ":tenant", "id": new_id}
+    # SQLite keys each row of the text index of q (host/storage/search.py): fresh keys.
+    copied["_search_key"] = "(SELECT max(_search_key) FROM helpdesk__ticket) + i"
     columns = ", ".join(template)
     values = ", ".join(copied.get(column, f"t.{column}") for column in template)
     async with Database(database) as db:

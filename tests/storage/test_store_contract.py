@@ -40,6 +40,7 @@ from host.storage import (
     build_schema,
     sql,
 )
+from host.storage.migrate import startup_evolution
 from host.storage.reads import ProjectionReads
 from host.storage.store import AuditRecord, EntityStore, Written
 from plugin_api import (
@@ -149,7 +150,9 @@ async def rig(tessera_database_url: str, graph: Graph) -> AsyncIterator[Rig]:
     schema = build_schema(graph, storage.dialect)
     await storage.connect()
     try:
-        await storage.prepare(schema)
+        # As a start does: the evolution adds what the schema's tables alone lack (the text
+        # index of search).
+        await storage.prepare(schema, evolve=startup_evolution(graph, schema, storage.dialect))
         store = EntityStore(graph, schema, storage.dialect)
         reads = ProjectionReads(graph, storage, schema, CursorCodec(b"contract"))
         yield Rig(graph, schema, storage, store, reads)
