@@ -154,7 +154,12 @@ def _sort(text: str, spec: ListSpec) -> tuple[SortKey, ...]:
 
 
 def _condition(parameter: str, text: str, spec: ListSpec) -> Condition:
-    name, _, operator = parameter[len(FILTER_PREFIX) :].partition(".")
+    name, dot, operator = parameter[len(FILTER_PREFIX) :].partition(".")
+    if dot and not operator:
+        raise BadRequest(
+            f"Parameter {parameter!r}: the operator after {name!r} is empty; "
+            f"write filter.{name}=v or filter.{name}.<op>=v"
+        )
     declared = spec.filters.get(name)
     if declared is None:
         allowed = ", ".join(spec.filters) or "none (the projection declares no filter)"

@@ -360,6 +360,8 @@ BAD_QUERIES: list[tuple[dict[str, str], str]] = [
     ({"filter.tenant_id": "t2"}, "'tenant_id' is not a filterable field"),
     ({"filter.name.like": "a"}, "operator 'like' is not allowed on 'name'; allowed: eq, ne"),
     ({"filter.name.eq.x": "a"}, "operator 'eq.x' is not allowed"),
+    ({"filter.name.": "a"}, "the operator after 'name' is empty"),
+    ({"filter.colour.": "a"}, "the operator after 'colour' is empty"),
     ({"filter.count.contains": "1"}, "operator 'contains' is not allowed on 'count'"),
     ({"filter.flag.lt": "true"}, "operator 'lt' is not allowed on 'flag'"),
     ({"filter.id.null": "true"}, "operator 'null' is not allowed on 'id'"),
