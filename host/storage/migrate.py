@@ -16,9 +16,8 @@ SIGTERM), rolls all of it back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
@@ -47,12 +46,6 @@ from host.storage.tx import Statement as SqlStatement
 __all__ = ["Evolution", "apply", "plan_only", "startup_check", "startup_evolution"]
 
 logger = logging.getLogger("tessera.storage.evolution")
-
-Clock = Callable[[], datetime]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 async def _run(tx: Tx, operation: Operation, dialect: Dialect, progress: Progress) -> None:
@@ -103,7 +96,6 @@ class Evolution:
     schema: Schema
     dialect: Dialect
     allow: frozenset[str] = frozenset()
-    clock: Clock = _utcnow
     progress: Progress = NO_PROGRESS
     dry_run: bool = False
     """Plan and decide only (``tessera check``): refuse exactly as a start would, alter
@@ -112,7 +104,7 @@ class Evolution:
 
     async def __call__(self, tx: Tx) -> None:
         dialect = EvolutionDialect(self.dialect)
-        plan = await build_plan(tx, dialect, self.graph, self.schema, self.clock(), self.progress)
+        plan = await build_plan(tx, dialect, self.graph, self.schema, self.progress)
         self.plan = plan
         if plan.up_to_date:
             return
@@ -155,7 +147,7 @@ async def plan_only(storage: Storage, graph: Graph, schema: Schema) -> Plan:
     dialect = EvolutionDialect(storage.dialect)
 
     async def work(tx: Tx) -> Plan:
-        return await build_plan(tx, dialect, graph, schema, _utcnow())
+        return await build_plan(tx, dialect, graph, schema)
 
     return await storage.transaction(work)
 

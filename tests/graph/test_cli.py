@@ -101,12 +101,21 @@ def test_serve_execs_hypercorn(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "check_bind", lambda bind: None)  # the ports may be taken here
     cli.main(["serve"])
     cli.main(["serve", "--bind", "0.0.0.0:9000", "--workers", "4", "--", "--access-logfile", "-"])
+    cli.main(["serve", "--port", "8001"])
+    cli.main(["serve", "--host", "::1", "--port", "8002"])
+    cli.main(["serve", "--host", "0.0.0.0"])
     python = sys.executable
     assert calls == [
-        (python, [python, "-m", "hypercorn", "--bind", "127.0.0.1:8000", "--workers", "1",
+        (python, [python, "-m", "host.supervisor", "--bind", "127.0.0.1:8000", "--workers", "1",
                   "host.asgi:app"]),
-        (python, [python, "-m", "hypercorn", "--bind", "0.0.0.0:9000", "--workers", "4",
+        (python, [python, "-m", "host.supervisor", "--bind", "0.0.0.0:9000", "--workers", "4",
                   "--access-logfile", "-", "host.asgi:app"]),
+        (python, [python, "-m", "host.supervisor", "--bind", "127.0.0.1:8001", "--workers", "1",
+                  "host.asgi:app"]),
+        (python, [python, "-m", "host.supervisor", "--bind", "[::1]:8002", "--workers", "1",
+                  "host.asgi:app"]),
+        (python, [python, "-m", "host.supervisor", "--bind", "0.0.0.0:8000", "--workers", "1",
+                  "host.asgi:app"]),
     ]  # fmt: skip
 
 
