@@ -80,7 +80,7 @@ def create_app(
     templates = {
         fqn: ViewSchemaTemplate(projection) for fqn, projection in graph.projections.items()
     }
-    gate = ReadGate(graph)
+    gate = ReadGate(graph, anonymous_shared=settings.anonymous_shared)
     state: dict[str, Service] = {}
     prefix = settings.api_prefix
 
@@ -228,7 +228,7 @@ def create_app(
         action = runtime.permitted(fqn, actor)
         subject_id = parse_subject_id(action, actor, body)
         inputs = parse_inputs(body)
-        if key is None:
+        if key is None or not idempotency.keyed(actor, settings.anonymous_shared):
             outputs = await runtime.run(action, actor, subject_id, inputs)
             return json_response({"ok": True, "outputs": outputs})
         print_ = idempotency.fingerprint(fqn, body)

@@ -17,8 +17,8 @@ from typing import Final
 from host.graph.model import CompiledProjection, Graph
 from host.query.conditions import Condition as ListCondition
 from host.query.conditions import ConditionError, column_of, from_value
-from host.query.spec import ListSpec
-from host.runtime.actor import Actor
+from host.query.spec import ID_COLUMN, ListSpec
+from host.runtime.actor import ANONYMOUS, Actor
 from plugin_api.access import ReadContext
 from plugin_api.conditions import Condition
 from plugin_api.errors import BadRequest, InternalError, PolicyDenied
@@ -35,6 +35,8 @@ def offered_actions(projection: CompiledProjection, actor: Actor) -> frozenset[s
     )
 
 
+NOBODY: Final = ListCondition(ID_COLUMN, "eq", ("",))
+"""The row scope of an anonymous reader: no row (no id is empty)."""
 IN_MAX_VALUES: Final = 1000
 """The most values a read policy's ``in`` condition may list."""
 
@@ -60,8 +62,11 @@ def _typed(spec: ListSpec, condition: Condition, policy: str) -> ListCondition:
 class ReadGate:
     """Decides who reads which rows of each projection of a graph."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, *, anonymous_shared: bool = False) -> None:
         self._graph = graph
+        self._anonymous_shared = anonymous_shared
+        """Whether the actor ``anon`` (no ``X-Actor-Id``) is one reader for row scopes (the
+        old behaviour) rather than nobody."""
 
     async def conditions(
         self, projection: CompiledProjection, actor: Actor, spec: ListSpec, subject: str | None
@@ -82,7 +87,10 @@ class ReadGate:
         found: list[ListCondition] = []
         scope = access.scope
         if scope is not None and actor.roles.isdisjoint(scope.exempt):
-            found.append(ListCondition(spec.column(scope.field), "eq", (actor.actor_id,)))
+            if actor.actor_id == ANONYMOUS and not self._anonymous_shared:
+                found.append(NOBODY)  # a caller without X-Actor-Id owns no row
+            else:
+                found.append(ListCondition(spec.column(scope.field), "eq", (actor.actor_id,)))
         context = ReadContext(
             tenant_id=actor.tenant_id,
             actor_id=actor.actor_id,

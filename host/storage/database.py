@@ -292,7 +292,6 @@ class Storage:
         )
 
 
-
 WAL_RETRY_S: Final = 0.02
 
 
@@ -309,6 +308,7 @@ async def _switch_to_wal(conn: Connection, timeout_s: float) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
         await asyncio.sleep(WAL_RETRY_S)
+
 
 class SQLiteStorage(Storage):
     """One database file: one long-lived writer connection per process, serialised by an
