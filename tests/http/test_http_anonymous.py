@@ -4,6 +4,8 @@ shared between anonymous callers); ``TESSERA_ANONYMOUS_SHARED=true`` keeps the o
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from plugin_api.testing import Client, Host, TesseraHarness
@@ -12,14 +14,14 @@ MINE = "helpdesk.ticket.mine"
 CREATE = "helpdesk.ticket.create"
 
 
-async def _keyed(client: Client, key: str, title: str) -> tuple[int, dict[str, str], object]:
+async def _keyed(client: Client, key: str, title: str) -> tuple[int, dict[str, str], Any]:
     result = await client.request(
         "POST",
         f"/actions/{CREATE}",
         body=f'{{"subject": null, "inputs": {{"title": "{title}"}}}}'.encode(),
         headers={"Content-Type": "application/json", "Idempotency-Key": key},
     )
-    return result.status, result.headers, result.json
+    return result.status, dict(result.headers), result.json
 
 
 async def _start(tessera: TesseraHarness, shared: bool) -> Host:
@@ -55,7 +57,7 @@ async def test_anonymous_callers_share_no_idempotency_answers(tessera: TesseraHa
     again = await _keyed(anonymous, "k-1", "one")
     assert [first[0], second[0], again[0]] == [200, 200, 200]
     assert "idempotent-replayed" not in {k.lower() for k in again[1]}
-    ids = {str(r[2]["outputs"]["id"]) for r in (first, second, again)}  # type: ignore[index]
+    ids = {str(r[2]["outputs"]["id"]) for r in (first, second, again)}
     assert len(ids) == 3
     # A named actor's keys still replay.
     rita = host.client(actor="rita", roles=["requester"])
