@@ -309,7 +309,7 @@ def _compile_projection(
             compiled.append(action)
     if entity is None:
         return None
-    check_listing(projection.listing, entity, say)
+    check_listing(projection.listing, entity, say, shown)
     check_access(projection.access, entity, read_policies, say)
     return CompiledProjection(
         definition=projection, plugin=plugin, entity=entity, actions=tuple(compiled)

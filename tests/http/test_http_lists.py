@@ -455,6 +455,25 @@ async def test_cursor_is_bound_to_tenant_projection_filters_sort_and_search(
         assert "not a cursor of this request" in result.json["error"]["message"]
 
 
+async def test_cursors_carry_no_readable_value(
+    lab: Host, things: dict[str, dict[str, object]]
+) -> None:
+    client = lab.client(tenant="t1")
+    for sort in ("name", "-note", "count", "due"):
+        page = await client.projection(LIST, query={"sort": sort, "pageSize": "2"})
+        cursor = page.json["data"]["pagination"]["nextCursor"]
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        last = page.json["data"]["items"][-1]
+        for value in (last["id"], last[sort.removeprefix("-")]):
+            if isinstance(value, str) and len(value) > 2:
+                assert value.encode() not in raw, (sort, value, raw)
+        assert b'"' not in raw[:8] and not raw.startswith(b"[")
+        following = await client.projection(
+            LIST, query={"sort": sort, "pageSize": "2", "cursor": cursor}
+        )
+        assert following.status == 200 and following.json["data"]["items"][0] != last
+
+
 async def test_altered_cursors_are_400(lab: Host, things: dict[str, dict[str, object]]) -> None:
     client = lab.client(tenant="t1")
     query = {"sort": "count"}

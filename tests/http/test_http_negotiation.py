@@ -147,7 +147,7 @@ async def test_v11_document_of_the_queue(host: Host) -> None:
         "default": ["-created_at"],
         "active": ["-created_at"],
     }
-    assert document["search"] == {"fields": ["title", "description"], "active": None}
+    assert document["search"] == {"fields": ["title"], "active": None}
     items = document["data"]["items"]
     assert [i["created_at"] for i in items] == sorted(
         (i["created_at"] for i in items), reverse=True
