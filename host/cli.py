@@ -88,6 +88,8 @@ def _cmd_check(settings: Settings) -> int:
     graph = _compile(settings)
     if graph is None:
         return 1
+    for warning in graph.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     found = asyncio.run(probe_database(settings))
     print(found, file=sys.stderr)
     if asyncio.run(cli_migrate.check_schema(settings, graph)):

@@ -73,6 +73,8 @@ class Service:
         idempotency = IdempotencyStore(storage, schema, settings.idempotency_retention_s)
         interval = min(settings.idempotency_retention_s, 3600)
         plugins = ", ".join(f"{p.name} {p.version}" if p.version else p.name for p in graph.plugins)
+        for warning in graph.warnings:
+            logger.warning("graph: %s", warning)
         logger.info(
             "started: tessera %s, graph %s, database %s (%s), plugins: %s",
             __version__,

@@ -28,7 +28,7 @@ from host.metrics import Metrics
 from host.query.conditions import Condition
 from host.query.params import SCHEMA_1_1, negotiate, parse_list_query, plain_query
 from host.runtime import idempotency, resolve_actor, resolve_tenant
-from host.runtime.access import ReadGate, offered_actions
+from host.runtime.access import ReadGate, guarded, offered_actions
 from host.service import Service
 from host.storage.plan import SchemaEvolutionError
 from plugin_api.errors import (
@@ -161,7 +161,7 @@ def create_app(
         subject = request.args.get("subject")
         scope: tuple[Condition, ...] = ()
         offered: frozenset[str] | None = None
-        if compiled.definition.access is not None:  # docs/http.md, "Read access"
+        if guarded(compiled):  # docs/http.md, "Read access"
             actor = resolve_actor(
                 headers.getlist("X-Tenant-ID"),
                 headers.getlist("X-Actor-Id"),

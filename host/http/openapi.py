@@ -255,15 +255,16 @@ def projection_operation(projection: CompiledProjection) -> dict[str, Any]:
             view_schema(projection, _ref("schemas", f"{projection.fqn}.Row")),
         ),
     }
-    access = projection.definition.access
-    if access is None:
+    floor, access = projection.entity.definition.access, projection.definition.access
+    if access is None and floor is None:
         responses.update(_error_responses(_error_kinds(BadRequest, InternalError)))
         description = f"Rows of {entity} of the tenant. No policy applies to projections."
         identity = [_ref("parameters", "X-Tenant-ID")]
     else:
         errors = _error_kinds(BadRequest, InternalError, e.PolicyDenied)
         responses.update(_error_responses(errors))
-        description = f"Rows of {entity} of the tenant the reader may see. " + _access_text(access)
+        rules = " ".join(_access_text(a) for a in (floor, access) if a is not None)
+        description = f"Rows of {entity} of the tenant the reader may see. " + rules
         identity = [_ref("parameters", name) for name in IDENTITY_HEADERS]
     return {
         "operationId": f"render.{projection.fqn}",

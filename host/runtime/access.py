@@ -19,11 +19,19 @@ from host.query.conditions import Condition as ListCondition
 from host.query.conditions import ConditionError, column_of, from_value
 from host.query.spec import ID_COLUMN, ListSpec
 from host.runtime.actor import ANONYMOUS, Actor
-from plugin_api.access import ReadContext
+from plugin_api.access import ReadAccess, ReadContext
 from plugin_api.conditions import Condition
 from plugin_api.errors import BadRequest, InternalError, PolicyDenied
 
-__all__ = ["ReadGate", "offered_actions"]
+__all__ = ["ReadGate", "guarded", "offered_actions"]
+
+
+def guarded(projection: CompiledProjection) -> bool:
+    """Whether reads of ``projection`` go through the :class:`ReadGate`: it or its entity
+    (the read floor) declares ``access``."""
+    return (
+        projection.definition.access is not None or projection.entity.definition.access is not None
+    )
 
 
 def offered_actions(projection: CompiledProjection, actor: Actor) -> frozenset[str]:
@@ -71,14 +79,26 @@ class ReadGate:
     async def conditions(
         self, projection: CompiledProjection, actor: Actor, spec: ListSpec, subject: str | None
     ) -> tuple[ListCondition, ...]:
-        """The row conditions of ``actor``'s read of ``projection`` (empty: every row).
+        """The row conditions of ``actor``'s read of ``projection`` (empty: every row): those
+        of the entity's read floor (``Entity.access``), then the projection's own.
 
-        :raises PolicyDenied: the actor lacks every role the projection requires, or a read
-            policy denies.
+        :raises PolicyDenied: the actor lacks every role the floor or the projection
+            requires, or a read policy denies.
         """
-        access = projection.definition.access
-        if access is None:
-            return ()
+        found: list[ListCondition] = []
+        for access in (projection.entity.definition.access, projection.definition.access):
+            if access is not None:
+                found += await self._apply(access, projection, actor, spec, subject)
+        return tuple(found)
+
+    async def _apply(
+        self,
+        access: ReadAccess,
+        projection: CompiledProjection,
+        actor: Actor,
+        spec: ListSpec,
+        subject: str | None,
+    ) -> list[ListCondition]:
         fqn = projection.fqn
         if access.roles and actor.roles.isdisjoint(access.roles):
             raise PolicyDenied(
@@ -115,4 +135,4 @@ class ReadGate:
                 if not isinstance(condition, Condition):
                     raise InternalError(f"Read policy {name!r} returned {condition!r}")
                 found.append(_typed(spec, condition, name))
-        return tuple(found)
+        return found

@@ -101,9 +101,14 @@ async def test_projection_roles_refuse_with_policy_denied_and_cors(tessera: Tess
             assert "clerk" in denied.json["error"]["message"]
             assert invoice not in denied.body.decode()
     assert [i["id"] for i in (await clerk.projection(DESK)).items] == [invoice]
-    # Unscoped projections read as in v0.1, whoever asks.
-    anyone = await host.client().projection("billing.invoice.list")
-    assert anyone.status == 200 and [i["id"] for i in anyone.items] == [invoice]
+    # The other invoice projections inherit the entity's read floor (clerks, accountants).
+    accountant = await host.client(roles=["accountant"]).projection("billing.invoice.list")
+    assert accountant.status == 200 and [i["id"] for i in accountant.items] == [invoice]
+    for fqn in ("billing.invoice.list", "billing.invoice.detail"):
+        for roles in ([], ["requester", "agent"]):
+            refused = await host.client(actor="x", roles=roles).projection(fqn, subject=invoice)
+            assert_envelope(refused, 403, "PolicyDenied")
+            assert "clerk, accountant" in refused.json["error"]["message"]
     # A requester or an agent may read the scoped ticket list; nobody else.
     for roles in ([], ["clerk"]):
         refused = await host.client(actor="x", roles=roles).projection(MINE)

@@ -83,7 +83,8 @@ async def test_sample_projections_answer_v01_requests_byte_for_byte(
 
     current = await tessera.start(plugins=["helpdesk", "billing"], list_chunk_rows=chunk_rows)
     ticket, invoice = await _fill(current)
-    viewer = current.client(tenant="acme")
+    # An authorized reader (invoices have a read floor: clerks and accountants).
+    viewer = current.client(tenant="acme", roles=["accountant"])
     today = await _documents(viewer, ticket, invoice)
     before = await tessera.start(
         plugins=[],
@@ -91,7 +92,9 @@ async def test_sample_projections_answer_v01_requests_byte_for_byte(
         extra=[("helpdesk", _without_listing(helpdesk)), ("billing", _without_listing(billing))],
         list_chunk_rows=chunk_rows,
     )
-    assert today == await _documents(before.client(tenant="acme"), ticket, invoice)
+    assert today == await _documents(
+        before.client(tenant="acme", roles=["accountant"]), ticket, invoice
+    )
     queue = (await viewer.projection(QUEUE)).json
     assert queue["filters"] == []
     assert queue["data"]["pagination"] == {"pageSize": 5, "nextCursor": None}

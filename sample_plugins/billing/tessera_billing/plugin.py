@@ -54,6 +54,9 @@ invoice = Entity(
             Transition(name="void", sources=("issued",), target="void"),
         ),
     ),
+    # The read floor of every invoice projection: invoices are for clerks and accountants
+    # (anyone else gets 403 PolicyDenied); the desk narrows it to clerks.
+    access=ReadAccess(roles=("clerk", "accountant")),
 )
 
 ACTIONS: tuple[Action, ...] = (
