@@ -88,12 +88,12 @@ def _cmd_check(settings: Settings) -> int:
     graph = _compile(settings)
     if graph is None:
         return 1
-    for warning in graph.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
     found = asyncio.run(probe_database(settings))
     print(found, file=sys.stderr)
     if asyncio.run(cli_migrate.check_schema(settings, graph)):
         return 1  # a start would refuse the database's schema: the report is on stderr
+    for warning in graph.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"ok {graph.hash}")
     return 0
 

@@ -13,14 +13,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import database_url, free_port
+from .conftest import free_port
 
 pytestmark = pytest.mark.slow
 
 
 def _serve(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
     log = tmp_path / "serve.log"
-    env = {**os.environ, "TESSERA_DATABASE_URL": database_url(tmp_path), "TESSERA_ACCESS_LOG": "0"}
+    # Process supervision, not storage: a SQLite file of the test's own on every backend.
+    database = f"sqlite:///{tmp_path / 'serve.db'}"
+    env = {**os.environ, "TESSERA_DATABASE_URL": database, "TESSERA_ACCESS_LOG": "0"}
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "host", "serve", *args],
