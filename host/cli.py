@@ -24,7 +24,9 @@ from host.http.openapi import openapi_text
 from host.plugins import PluginContribution, contributions, load_plugins
 from host.startup import check_bind, probe_database
 
-__all__ = ["main", "serve_command"]
+__all__ = ["main", "serve_bind", "serve_command"]
+
+DEFAULT_BIND = "127.0.0.1:8000"
 
 ASGI_APP = "host.asgi:app"
 EXIT_STARTUP = 1
@@ -93,6 +95,8 @@ def _cmd_check(settings: Settings, *, distributed: bool = False) -> int:
     print(found, file=sys.stderr)
     if asyncio.run(cli_migrate.check_schema(settings, graph)):
         return 1  # a start would refuse the database's schema: the report is on stderr
+    for warning in graph.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if distributed and asyncio.run(cli_migrate.check_distributed(settings)):
         return 1  # the live schema breaks a rule of distribution: the lines are on stderr
     print(f"ok {graph.hash}")
@@ -123,11 +127,12 @@ def _cmd_config(settings: Settings) -> int:
 
 
 def serve_command(bind: str, workers: int, extra: Sequence[str] = ()) -> list[str]:
-    """The Hypercorn command line ``tessera serve`` runs (``extra`` is passed through)."""
+    """The Hypercorn command line ``tessera serve`` runs (``extra`` is passed through), with
+    the master of :mod:`host.supervisor` (a lost worker ends the server non-zero)."""
     return [
         sys.executable,
         "-m",
-        "hypercorn",
+        "host.supervisor",
         "--bind",
         bind,
         "--workers",
@@ -135,6 +140,18 @@ def serve_command(bind: str, workers: int, extra: Sequence[str] = ()) -> list[st
         *extra,
         ASGI_APP,
     ]
+
+
+def serve_bind(bind: str, host: str | None, port: int | None) -> str:
+    """The Hypercorn ``--bind`` of ``tessera serve``: ``--bind`` with its host and port
+    replaced by ``--host`` and ``--port`` when given."""
+    if host is None and port is None:
+        return bind
+    old_host, _, old_port = bind.rpartition(":") if ":" in bind else (bind, "", "8000")
+    host = old_host if host is None else host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address
+    return f"{host}:{old_port if port is None else port}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -178,7 +195,9 @@ def _parser() -> argparse.ArgumentParser:
     serve = command(
         "serve", "run Hypercorn on host.asgi:app (unknown options are passed to Hypercorn)"
     )
-    serve.add_argument("--bind", default="127.0.0.1:8000", help="default: %(default)s")
+    serve.add_argument("--bind", default=DEFAULT_BIND, help="default: %(default)s")
+    serve.add_argument("--host", help="the address to listen on (replaces the --bind host)")
+    serve.add_argument("--port", type=int, help="the port to listen on (replaces the --bind port)")
     serve.add_argument("--workers", type=int, default=1, help="default: %(default)s")
     migrate = command("migrate", "plan or apply the schema changes the installed plugins need")
     mode = migrate.add_mutually_exclusive_group(required=True)
@@ -261,17 +280,18 @@ def _run(args: argparse.Namespace, rest: Sequence[str], settings: Settings) -> i
         return cli_events.events(settings, args)
     if args.command == "audit":
         return cli_audit.audit(settings, args)
-    check_bind(args.bind)
+    bind = serve_bind(args.bind, args.host, args.port)
+    check_bind(bind)
     status = cli_migrate.preflight(settings)  # Hypercorn exits 0 when the app cannot start
     if status:
         return status
-    command = serve_command(args.bind, args.workers, [a for a in rest if a != "--"])
-    os.environ["TESSERA_SERVE_BIND"] = args.bind
+    command = serve_command(bind, args.workers, [a for a in rest if a != "--"])
+    os.environ["TESSERA_SERVE_BIND"] = bind
     # One key for every worker, so a console cookie signed by one is read by the others.
     os.environ.setdefault("TESSERA_CONSOLE_SECRET", secrets.token_hex(32))
-    served = dataclasses.replace(settings, serve_bind=args.bind)
+    served = dataclasses.replace(settings, serve_bind=bind)
     if console_enabled(served):
-        print(f"console: {console_url(args.bind)}", flush=True)
+        print(f"console: {console_url(bind)}", flush=True)
     sys.stdout.flush()
     os.execvp(command[0], command)
     return 0  # pragma: no cover - execvp does not return

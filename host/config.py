@@ -228,6 +228,13 @@ class Settings:
         "Refuse actions without X-Actor-Id (or with 'anon') with 403 PolicyDenied, "
         "instead of acting as the shared actor 'anon'.",
     )
+    anonymous_shared: bool = _setting(
+        False,
+        _parse_bool,
+        "true: callers without X-Actor-Id (actor 'anon') share one identity for row scopes "
+        "and Idempotency-Key answers, as before; false: they are nobody there (no rows of a "
+        "scope on the actor, no stored answers).",
+    )
     http2: bool = _setting(
         False,
         _parse_bool,

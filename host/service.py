@@ -81,6 +81,8 @@ class Service:
             raise
         interval = min(settings.idempotency_retention_s, 3600)
         plugins = ", ".join(f"{p.name} {p.version}" if p.version else p.name for p in graph.plugins)
+        for warning in graph.warnings:
+            logger.warning("graph: %s", warning)
         logger.info(
             "started: tessera %s, graph %s, database %s (%s), plugins: %s",
             __version__,

@@ -209,11 +209,15 @@ class Entity:
     :param fqn: dotted name, for example ``helpdesk.ticket``.
     :param fields: the declared fields, in declaration order (system fields are implicit).
     :param workflow: the entity's workflow, if any.
+    :param access: the read floor of the entity (:class:`~plugin_api.access.ReadAccess`):
+        every projection of the entity requires its roles, applies its row scope and its read
+        policies, in addition to the projection's own ``access``. ``None``: no floor.
     """
 
     fqn: str
     fields: tuple[Field, ...]
     workflow: Workflow | None = None
+    access: ReadAccess | None = None
 
     def __post_init__(self) -> None:
         _as_tuples(self, "fields")

@@ -64,4 +64,4 @@ async def post(client: httpx.AsyncClient, hook: Webhook, event: Event, attempt: 
     }
     response = await client.post(hook.url, content=payload, headers=headers)
     if not 200 <= response.status_code < 300:
-        raise WebhookFailed(f"{hook.url} answered {response.status_code}")
+        raise WebhookFailed(f"{hook.shown_url} answered {response.status_code}")

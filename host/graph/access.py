@@ -1,15 +1,16 @@
-"""Validation of a projection's read access declarations (:class:`plugin_api.ReadAccess`)."""
+"""Validation of read access declarations (:class:`plugin_api.ReadAccess`) of projections and
+of entities (a read floor), and the warning when the projections of one entity disagree."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from host.graph.checks import Say, check_roles, names_of
-from host.graph.model import CompiledEntity
+from host.graph.model import CompiledEntity, CompiledProjection
 from plugin_api.access import ReadAccess, RowScope
 from plugin_api.definitions import FieldType
 
-__all__ = ["check_access"]
+__all__ = ["check_access", "read_floor_warnings"]
 
 
 def _check_scope(scope: object, entity: CompiledEntity, say: Say) -> None:
@@ -39,3 +40,27 @@ def check_access(
     for name in names_of(access.policies, "access.policies", say):
         if name not in read_policies:
             say(f"uses read policy {name!r}, which no installed plugin implements")
+
+
+def read_floor_warnings(
+    entities: Mapping[str, CompiledEntity], projections: Mapping[str, CompiledProjection]
+) -> tuple[str, ...]:
+    """One warning per entity without a read floor whose projections disagree: one restricts
+    its readers (``access``) while another does not, so the restriction protects nothing
+    (the other shows the same rows to anyone)."""
+    warnings = []
+    for fqn, entity in entities.items():
+        if entity.definition.access is not None:
+            continue
+        own = [p for p in projections.values() if p.entity.fqn == fqn]
+        restricted = sorted(p.fqn for p in own if p.definition.access is not None)
+        open_ = sorted(p.fqn for p in own if p.definition.access is None)
+        if restricted and open_:
+            warnings.append(
+                f"{entity.plugin.describe()}: entity {fqn!r}: projection(s) "
+                f"{', '.join(map(repr, restricted))} restrict their readers but "
+                f"{', '.join(map(repr, open_))} show the same rows without a restriction; "
+                "declare the restriction on the entity (Entity(access=ReadAccess(...))) so "
+                "every projection inherits it, or on each projection"
+            )
+    return tuple(warnings)

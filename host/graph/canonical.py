@@ -84,6 +84,8 @@ def _encode(value: object) -> object:
 def _definition(kind: str, definition: Entity | Action | Projection) -> JSONObject:
     encoded = _encode(definition)
     assert isinstance(encoded, dict)
+    if kind == "entity" and encoded.get("access", False) is None:
+        del encoded["access"]  # an entity without a read floor hashes as before it existed
     for optional in ("listing", "access"):
         if kind == "projection" and encoded.get(optional, False) is None:
             # A projection without list or access declarations hashes as it did before

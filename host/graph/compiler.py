@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from host.graph.access import check_access
+from host.graph.access import check_access, read_floor_warnings
 from host.graph.canonical import canonical_form, graph_hash
 from host.graph.checks import (
     TABLE_NAME_MAX_LENGTH,
@@ -309,7 +309,7 @@ def _compile_projection(
             compiled.append(action)
     if entity is None:
         return None
-    check_listing(projection.listing, entity, say)
+    check_listing(projection.listing, entity, say, shown)
     check_access(projection.access, entity, read_policies, say)
     return CompiledProjection(
         definition=projection, plugin=plugin, entity=entity, actions=tuple(compiled)
@@ -422,6 +422,9 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         if compiled_projection is not None:
             projections[fqn] = compiled_projection
     subscribers = _subscribers(contribs, entities, actions, errors)
+    for fqn, entity in entities.items():
+        say = errors.about(entity.plugin, f"entity {fqn!r}")
+        check_access(entity.definition.access, entity, read_policies, say)
     if errors.messages:
         raise GraphError(errors.messages)
 
@@ -448,4 +451,5 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         canonical=canonical,
         hash=graph_hash(canonical),
         migrations=migrations,
+        warnings=read_floor_warnings(entities, projections),
     )

@@ -7,6 +7,8 @@ parser (:mod:`host.query`) and the index planner use the same rules.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from host.fieldtypes import ValueType, of
 from host.graph.checks import Say, duplicates, names_of
 from host.graph.model import CompiledEntity
@@ -95,8 +97,28 @@ def _check_page_sizes(listing: ListOptions, say: Say) -> None:
         )
 
 
-def check_listing(listing: object, entity: CompiledEntity, say: Say) -> None:
-    """Report every problem of a projection's ``listing`` declarations."""
+def _check_shown(
+    shown: Sequence[str],
+    kinds: Sequence[tuple[str, Sequence[str | None]]],
+    say: Say,
+) -> None:
+    """A filter, sort or search on a field the projection does not show would reveal its
+    values (substring guesses, the order of rows, a cursor): refused."""
+    visible = {*shown, "id"}  # the identity travels in every cursor
+    for what, names in kinds:
+        for name in dict.fromkeys(names):
+            if isinstance(name, str) and name not in visible:
+                say(
+                    f"listing {what} {name!r}, which the projection does not show (it would "
+                    "reveal the field's values); show the field or leave it out"
+                )
+
+
+def check_listing(
+    listing: object, entity: CompiledEntity, say: Say, shown: Sequence[str] | None = None
+) -> None:
+    """Report every problem of a projection's ``listing`` declarations (with ``shown``, the
+    projection's fields: a filter, sort or search on another field)."""
     if listing is None:
         return
     if not isinstance(listing, ListOptions):
@@ -119,11 +141,15 @@ def check_listing(listing: object, entity: CompiledEntity, say: Say) -> None:
             say(f"listing.default_sort key {key!r} does not name a sortable field")
     for name in duplicates(tuple(key.removeprefix("-") for key in default_sort)):
         say(f"listing.default_sort names {name!r} twice")
-    for name in names_of(listing.search, "listing.search", say):
+    searched = names_of(listing.search, "listing.search", say)
+    for name in searched:
         value_type = listed_type(entity, name)  # search is contains over each field
         if value_type is None or "contains" not in value_type.operators:
             say(f"listing.search names {name!r}, which is not a string field of {entity.fqn!r}")
     _check_page_sizes(listing, say)
+    if shown is not None:
+        kinds = (("filters on", declared), ("sorts on", sortable), ("searches", searched))
+        _check_shown(shown, kinds, say)
     usable = {*sortable, *(name for name in declared if name is not None)}
     indexes = listing.indexes if isinstance(listing.indexes, (tuple, list)) else None
     if indexes is None:

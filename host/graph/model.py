@@ -132,3 +132,6 @@ class Graph:
     """Lower-case hex SHA-256 of :attr:`canonical`."""
     migrations: Migrations = field(default_factory=Migrations)
     """The plugins' migration declarations (not part of :attr:`canonical`)."""
+    warnings: tuple[str, ...] = ()
+    """What compiles but is probably a mistake (``tessera check`` prints them, a start logs
+    them); not part of :attr:`canonical`."""

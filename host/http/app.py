@@ -42,7 +42,7 @@ from host.query.params import (
     plain_query,
 )
 from host.runtime import Actor, idempotency
-from host.runtime.access import ReadGate, offered_actions
+from host.runtime.access import ReadGate, guarded, offered_actions
 from host.service import Service
 from host.storage.plan import SchemaEvolutionError
 from plugin_api.errors import (
@@ -96,7 +96,7 @@ def create_app(
     templates = {
         fqn: ViewSchemaTemplate(projection) for fqn, projection in graph.projections.items()
     }
-    gate = ReadGate(graph)
+    gate = ReadGate(graph, anonymous_shared=settings.anonymous_shared)
     state: dict[str, Service] = {}
     prefix = settings.api_prefix
 
@@ -185,9 +185,9 @@ def create_app(
         version = negotiate(args.getlist("acceptSchemaVersions"))
         annotate = None
         availability_asked = at_least(version, SCHEMA_1_2)  # docs/http.md, "Availability"
-        if compiled.definition.access is not None or availability_asked:
+        if guarded(compiled) or availability_asked:
             actor = await identity.actor(headers)
-            if compiled.definition.access is not None:  # docs/http.md, "Read access"
+            if guarded(compiled):  # docs/http.md, "Read access"
                 scope = await gate.conditions(compiled, actor, spec, subject)
                 offered = offered_actions(compiled, actor)
             if availability_asked:
@@ -293,7 +293,7 @@ def create_app(
         if dry_run:
             rehearsal = await runtime.dry_run(action, actor, subject_id, inputs)
             return json_response(rehearsal.body())
-        if key is None:
+        if key is None or not idempotency.keyed(actor, settings.anonymous_shared):
             outputs = await runtime.run(action, actor, subject_id, inputs)
             return json_response({"ok": True, "outputs": outputs})
         print_ = idempotency.fingerprint(fqn, body)

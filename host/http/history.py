@@ -24,7 +24,7 @@ from host.http.envelope import JSON
 from host.http.viewschema import ViewSchemaTemplate
 from host.query.conditions import Condition
 from host.runtime import Actor
-from host.runtime.access import ReadGate
+from host.runtime.access import ReadGate, guarded
 from host.runtime.history import history_item, parse_as_of, row_as_of
 from host.service import Service
 from host.storage import Storage
@@ -89,7 +89,7 @@ async def _visible_row(
     compiled = template.projection
     reads = service.reads
     scope: tuple[Condition, ...] = ()
-    if compiled.definition.access is not None:  # the projection route's own checks
+    if guarded(compiled):  # the projection route's own checks (the entity's floor too)
         scope = await gate.conditions(compiled, actor, reads.spec(compiled.fqn), subject)
     return await reads.one(compiled, actor.tenant_id, subject, scope)
 

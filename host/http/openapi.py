@@ -13,11 +13,18 @@ parameter to list projections is one change there.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from host import __version__
-from host.fieldtypes import FIELD_TYPES
+from host.fieldtypes import (
+    DECIMAL_PATTERN,
+    FIELD_TYPES,
+    INT64_MAX,
+    INT64_MIN,
+    MONEY_TEXT_MAX_LENGTH,
+)
 from host.graph.model import CompiledAction, CompiledProjection, Graph
 from host.http.cors import ALLOW_HEADERS_WITH_KEY, CORS_HEADERS, SECURITY_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
@@ -29,8 +36,8 @@ from host.http.openapi_availability import (
     with_availability,
 )
 from host.http.viewschema import LOCALE, SCHEMA_VERSION, TARGET_PROFILE
-from host.query.params import SCHEMA_1_1, SCHEMA_1_2, SCHEMA_1_3
-from host.query.spec import list_spec
+from host.query.params import IN_MAX_VALUES, SCHEMA_1_1, SCHEMA_1_2, SCHEMA_1_3
+from host.query.spec import Column, list_spec
 from host.systemfields import SYSTEM
 from plugin_api import errors as e
 from plugin_api.access import ReadAccess
@@ -211,16 +218,59 @@ def projection_parameters(projection: CompiledProjection) -> list[dict[str, Any]
                     f"filter.{name}.{operator}",
                     f"List renders: rows whose {name} {_OPERATOR_TEXT[operator]} (written as "
                     "in action inputs). A value that does not fit the field: 400.",
-                    {"type": "string", "enum": ["true", "false"]}
-                    if operator == "null"
-                    else {"type": "string"},
+                    filter_value_schema(declared.column, operator),
                 )
             )
         if "eq" in declared.operators:
             parameters.append(
-                _query(f"filter.{name}", f"The same as `filter.{name}.eq`.", {"type": "string"})
+                _query(
+                    f"filter.{name}",
+                    f"The same as `filter.{name}.eq`.",
+                    filter_value_schema(declared.column, "eq"),
+                )
             )
     return parameters
+
+
+_BOOLEAN_TEXT: Final[Schema] = {"type": "string", "enum": ["true", "false"]}
+_DATETIME_TEXT: Final = (
+    "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    "(\\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9])"
+)
+_IN_ELEMENTS: Final[Mapping[str, str]] = {
+    "integer": "-?[0-9]{1,18}",
+    "boolean": "(true|false)",
+    "money": "-?[0-9]{1,30}(\\.[0-9]{1,30})?",
+    "datetime": _DATETIME_TEXT,
+    "timestamp": _DATETIME_TEXT,
+}
+"""One value of an ``in`` list, as a pattern (every date it matches exists)."""
+
+
+def filter_value_schema(column: Column, operator: str) -> Schema:
+    """The schema of a ``filter.<field>.<operator>`` value: the field's type as query text
+    (``in`` takes comma-separated values, ``contains`` any text, ``null`` true or false)."""
+    name = column.type.name
+    if operator == "null" or (name == "boolean" and operator != "in"):
+        return dict(_BOOLEAN_TEXT)
+    if operator == "contains":
+        return {"type": "string"}
+    if operator == "in":
+        element = _IN_ELEMENTS.get(name)
+        if name == "enum":
+            element = "(" + "|".join(re.escape(o) for o in column.field.options) + ")"
+        if element is None:
+            return {"type": "string"}
+        return {"type": "string", "pattern": f"^{element}(,{element}){{0,{IN_MAX_VALUES - 1}}}$"}
+    if name == "integer":
+        return {"type": "integer", "minimum": INT64_MIN, "maximum": INT64_MAX}
+    if name == "enum":
+        return {"type": "string", "enum": list(column.field.options)}
+    if name in ("datetime", "timestamp"):
+        return {"type": "string", "format": "date-time"}
+    if name == "money":
+        return {"type": "string", "pattern": DECIMAL_PATTERN, "maxLength": MONEY_TEXT_MAX_LENGTH}
+    return {"type": "string"}
 
 
 _OPERATOR_TEXT: Final[Mapping[str, str]] = {
@@ -327,15 +377,16 @@ def projection_operation(projection: CompiledProjection) -> dict[str, Any]:
     ok["content"]["text/csv"] = {"schema": {"type": "string"}}
     ok["content"]["application/x-ndjson"] = {"schema": {"type": "string"}}
     responses = {"200": ok}
-    access = projection.definition.access
-    if access is None:
+    floor, access = projection.entity.definition.access, projection.definition.access
+    if access is None and floor is None:
         responses.update(_error_responses(_error_kinds(BadRequest, InternalError)))
         description = f"Rows of {entity} of the tenant. No policy applies to projections."
         identity = [_ref("parameters", "X-Tenant-ID")]
     else:
         errors = _error_kinds(BadRequest, InternalError, e.PolicyDenied)
         responses.update(_error_responses(errors))
-        description = f"Rows of {entity} of the tenant the reader may see. " + _access_text(access)
+        rules = " ".join(_access_text(a) for a in (floor, access) if a is not None)
+        description = f"Rows of {entity} of the tenant the reader may see. " + rules
         identity = [_ref("parameters", name) for name in IDENTITY_HEADERS]
     return {
         "operationId": f"render.{projection.fqn}",
@@ -352,8 +403,7 @@ def history_operation(projection: CompiledProjection) -> dict[str, Any]:
     entity = projection.entity.fqn
     kinds = _error_kinds(BadRequest, InternalError, e.NotFound)
     identity = [_ref("parameters", "X-Tenant-ID")]
-    access = projection.definition.access
-    if access is not None:
+    if projection.definition.access is not None or projection.entity.definition.access is not None:
         kinds = _error_kinds(BadRequest, InternalError, e.NotFound, e.PolicyDenied)
         identity = [_ref("parameters", name) for name in IDENTITY_HEADERS]
     return {

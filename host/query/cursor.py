@@ -1,12 +1,15 @@
-"""Opaque, authenticated page cursors (``pagination.nextCursor``).
+"""Opaque, authenticated and encrypted page cursors (``pagination.nextCursor``).
 
-A cursor is ``base64url(payload || tag)`` without padding: ``payload`` is the compact JSON
+A cursor is ``base64url(sealed || tag)`` without padding. ``payload`` is the compact JSON
 array of the keyset values of the last row sent (the stored values of the sort keys, then
-``id``), ``tag`` the first 16 bytes of an HMAC-SHA256 over a format tag, the request's
+``id``); ``tag`` the first 16 bytes of an HMAC-SHA256 over a format tag, the request's
 *binding* (tenant, projection, filter set, sort and search, see
-:func:`host.query.params.binding`) and the payload. A cursor is accepted only with the key
-that made it and for the binding it was made for: altered, forged, or reused with another
-tenant, projection, filter set, sort or search, it is refused.
+:func:`host.query.params.binding`) and the payload; ``sealed`` the payload XORed with a key
+stream of HMAC-SHA256 blocks over the tag and a counter (a deterministic, synthetic-IV
+encryption: the tag is the IV), so a cursor shows no value, not even of a sort key the
+client was sent. A cursor is accepted only with the key that made it and for the binding it
+was made for: altered, forged, or reused with another tenant, projection, filter set, sort
+or search, it is refused.
 
 The key is shared by every worker and instance on one database (see
 :mod:`host.storage.secrets`), so any of them accepts a cursor another one issued.
@@ -26,7 +29,7 @@ __all__ = ["CursorCodec", "KeysetValue"]
 
 KeysetValue = str | int | bool | None
 
-_FORMAT: Final = b"tessera.cursor/1\x00"
+_FORMAT: Final = b"tessera.cursor/2\x00"
 _TAG_BYTES: Final = 16
 _MAX_TOKEN: Final = 8192
 
@@ -34,10 +37,19 @@ _MAX_TOKEN: Final = 8192
 class CursorCodec:
     """Encodes and checks cursors with one key."""
 
-    __slots__ = ("_key",)
+    __slots__ = ("_key", "_sealing")
 
     def __init__(self, key: bytes) -> None:
         self._key = hashlib.sha256(b"tessera cursor key\x00" + key).digest()
+        self._sealing = hashlib.sha256(b"tessera cursor sealing key\x00" + key).digest()
+
+    def _seal(self, tag: bytes, data: bytes) -> bytes:
+        """``data`` XOR the key stream of ``tag`` (its own inverse)."""
+        stream = bytearray()
+        for block in range(-(-len(data) // hashlib.sha256().digest_size)):
+            counter = block.to_bytes(4, "big")
+            stream += hmac.new(self._sealing, tag + counter, hashlib.sha256).digest()
+        return bytes(a ^ b for a, b in zip(data, stream, strict=False))
 
     def _tag(self, binding: bytes, payload: bytes) -> bytes:
         message = _FORMAT + len(binding).to_bytes(4, "big") + binding + payload
@@ -45,7 +57,8 @@ class CursorCodec:
 
     def encode(self, binding: bytes, values: Sequence[KeysetValue]) -> str:
         payload = json.dumps(list(values), separators=(",", ":"), ensure_ascii=False).encode()
-        token = base64.urlsafe_b64encode(payload + self._tag(binding, payload))
+        tag = self._tag(binding, payload)
+        token = base64.urlsafe_b64encode(self._seal(tag, payload) + tag)
         return token.rstrip(b"=").decode("ascii")
 
     def decode(self, token: str, binding: bytes, length: int) -> list[KeysetValue] | None:
@@ -59,7 +72,8 @@ class CursorCodec:
             return None
         if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != token:
             return None  # not the canonical spelling of these bytes
-        payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
+        tag = raw[-_TAG_BYTES:]
+        payload = self._seal(tag, raw[:-_TAG_BYTES])
         if len(raw) <= _TAG_BYTES or not hmac.compare_digest(tag, self._tag(binding, payload)):
             return None
         values = json.loads(payload)

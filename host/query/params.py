@@ -135,12 +135,14 @@ def binding(
     scope: Sequence[Condition] = (),
 ) -> bytes:
     """The canonical bytes a cursor is bound to (with the reader's row scope, if any, so a
-    cursor cannot be replayed by a reader of another scope)."""
+    cursor cannot be replayed by a reader of another scope). The sort keys' field types are
+    in it: a cursor made before a migration changed one is refused (400), not compared
+    with values of another type."""
     document: list[object] = [
         tenant,
         spec.fqn,
         sorted([c.column.name, c.operator, list(c.values)] for c in conditions),
-        [key.text for key in sort],
+        [[key.text, key.column.type.name] for key in sort],
         None if q is None else fold(q),
     ]
     if scope:
@@ -183,7 +185,12 @@ def _sort(text: str, spec: ListSpec) -> tuple[SortKey, ...]:
 
 
 def _condition(parameter: str, text: str, spec: ListSpec) -> Condition:
-    name, _, operator = parameter[len(FILTER_PREFIX) :].partition(".")
+    name, dot, operator = parameter[len(FILTER_PREFIX) :].partition(".")
+    if dot and not operator:
+        raise BadRequest(
+            f"Parameter {parameter!r}: the operator after {name!r} is empty; "
+            f"write filter.{name}=v or filter.{name}.<op>=v"
+        )
     declared = spec.filters.get(name)
     if declared is None:
         allowed = ", ".join(spec.filters) or "none (the projection declares no filter)"

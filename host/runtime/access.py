@@ -17,13 +17,21 @@ from typing import Final
 from host.graph.model import CompiledProjection, Graph
 from host.query.conditions import Condition as ListCondition
 from host.query.conditions import ConditionError, column_of, from_value
-from host.query.spec import ListSpec
-from host.runtime.actor import Actor
-from plugin_api.access import ReadContext
+from host.query.spec import ID_COLUMN, ListSpec
+from host.runtime.actor import ANONYMOUS, Actor
+from plugin_api.access import ReadAccess, ReadContext
 from plugin_api.conditions import Condition
 from plugin_api.errors import BadRequest, InternalError, PolicyDenied
 
-__all__ = ["ReadGate", "offered_actions"]
+__all__ = ["ReadGate", "guarded", "offered_actions"]
+
+
+def guarded(projection: CompiledProjection) -> bool:
+    """Whether reads of ``projection`` go through the :class:`ReadGate`: it or its entity
+    (the read floor) declares ``access``."""
+    return (
+        projection.definition.access is not None or projection.entity.definition.access is not None
+    )
 
 
 def offered_actions(projection: CompiledProjection, actor: Actor) -> frozenset[str]:
@@ -35,6 +43,8 @@ def offered_actions(projection: CompiledProjection, actor: Actor) -> frozenset[s
     )
 
 
+NOBODY: Final = ListCondition(ID_COLUMN, "eq", ("",))
+"""The row scope of an anonymous reader: no row (no id is empty)."""
 IN_MAX_VALUES: Final = 1000
 """The most values a read policy's ``in`` condition may list."""
 
@@ -60,20 +70,35 @@ def _typed(spec: ListSpec, condition: Condition, policy: str) -> ListCondition:
 class ReadGate:
     """Decides who reads which rows of each projection of a graph."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, *, anonymous_shared: bool = False) -> None:
         self._graph = graph
+        self._anonymous_shared = anonymous_shared
+        """Whether the actor ``anon`` (no ``X-Actor-Id``) is one reader for row scopes (the
+        old behaviour) rather than nobody."""
 
     async def conditions(
         self, projection: CompiledProjection, actor: Actor, spec: ListSpec, subject: str | None
     ) -> tuple[ListCondition, ...]:
-        """The row conditions of ``actor``'s read of ``projection`` (empty: every row).
+        """The row conditions of ``actor``'s read of ``projection`` (empty: every row): those
+        of the entity's read floor (``Entity.access``), then the projection's own.
 
-        :raises PolicyDenied: the actor lacks every role the projection requires, or a read
-            policy denies.
+        :raises PolicyDenied: the actor lacks every role the floor or the projection
+            requires, or a read policy denies.
         """
-        access = projection.definition.access
-        if access is None:
-            return ()
+        found: list[ListCondition] = []
+        for access in (projection.entity.definition.access, projection.definition.access):
+            if access is not None:
+                found += await self._apply(access, projection, actor, spec, subject)
+        return tuple(found)
+
+    async def _apply(
+        self,
+        access: ReadAccess,
+        projection: CompiledProjection,
+        actor: Actor,
+        spec: ListSpec,
+        subject: str | None,
+    ) -> list[ListCondition]:
         fqn = projection.fqn
         if access.roles and actor.roles.isdisjoint(access.roles):
             raise PolicyDenied(
@@ -82,7 +107,10 @@ class ReadGate:
         found: list[ListCondition] = []
         scope = access.scope
         if scope is not None and actor.roles.isdisjoint(scope.exempt):
-            found.append(ListCondition(spec.column(scope.field), "eq", (actor.actor_id,)))
+            if actor.actor_id == ANONYMOUS and not self._anonymous_shared:
+                found.append(NOBODY)  # a caller without X-Actor-Id owns no row
+            else:
+                found.append(ListCondition(spec.column(scope.field), "eq", (actor.actor_id,)))
         context = ReadContext(
             tenant_id=actor.tenant_id,
             actor_id=actor.actor_id,
@@ -107,4 +135,4 @@ class ReadGate:
                 if not isinstance(condition, Condition):
                     raise InternalError(f"Read policy {name!r} returned {condition!r}")
                 found.append(_typed(spec, condition, name))
-        return tuple(found)
+        return found

@@ -34,7 +34,7 @@ import sqlalchemy as sa
 from host import jsonio
 from host.fieldtypes import format_datetime, now_db
 from host.graph.model import CompiledAction
-from host.runtime.actor import Actor
+from host.runtime.actor import ANONYMOUS, Actor
 from host.runtime.engine import ActionRuntime, Outputs
 from host.storage import Schema, Statement, StatementFailed, Storage, Tx, sql
 from plugin_api.errors import BadRequest, IdempotencyKeyReused, InternalError, TesseraError
@@ -70,6 +70,12 @@ def parse_key(values: Sequence[str]) -> str | None:
             "(a UUID or ULID is a good key)"
         )
     return key
+
+
+def keyed(actor: Actor, anonymous_shared: bool) -> bool:
+    """Whether ``actor``'s keys are stored and replayed: not for a caller without
+    ``X-Actor-Id`` (the actor ``anon``, anyone), unless ``TESSERA_ANONYMOUS_SHARED``."""
+    return anonymous_shared or actor.actor_id != ANONYMOUS
 
 
 def fingerprint(fqn: str, body: Mapping[str, Any]) -> str:

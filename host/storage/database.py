@@ -25,10 +25,11 @@ import asyncio
 import contextlib
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import sqlalchemy as sa
 from databases import Database, DatabaseURL
@@ -291,6 +292,24 @@ class Storage:
         )
 
 
+WAL_RETRY_S: Final = 0.02
+
+
+async def _switch_to_wal(conn: Connection, timeout_s: float) -> None:
+    """``PRAGMA journal_mode = WAL``, retried for up to ``timeout_s``: when processes open a
+    new file at once, the switch can fail at once with "database is locked" (SQLite does
+    not call the busy handler there), so the workers of one start would race."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            await conn.fetch_one("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        await asyncio.sleep(WAL_RETRY_S)
+
+
 class SQLiteStorage(Storage):
     """One database file: one long-lived writer connection per process, serialised by an
     asyncio lock, every unit of work in ``BEGIN IMMEDIATE``; a few long-lived reader
@@ -330,7 +349,7 @@ class SQLiteStorage(Storage):
             await conn.__aenter__()
             await conn.execute(f"PRAGMA busy_timeout = {self._settings.sqlite_busy_timeout_ms}")
             if writer:
-                await conn.fetch_one("PRAGMA journal_mode = WAL")
+                await _switch_to_wal(conn, self._settings.sqlite_busy_timeout_ms / 1000)
                 await conn.execute("PRAGMA synchronous = NORMAL")
             else:
                 await conn.execute("PRAGMA query_only = 1")

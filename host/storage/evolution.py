@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -65,6 +64,8 @@ SAMPLES: Final = 5
 """Unconvertible rows, or rows breaking a declared rule, named in a report (the count is
 always exact)."""
 ASIDE_PREFIX: Final = "_removed_"
+ASIDE_STAMP_DIGITS: Final = 12
+"""Hex digits of the target graph hash in a moved-aside name."""
 
 META = ChangeClass.METADATA
 ADDITIVE = ChangeClass.ADDITIVE
@@ -765,10 +766,11 @@ async def build_plan(
     dialect: EvolutionDialect,
     graph: Graph,
     schema: Schema,
-    now: datetime,
     progress: Progress = NO_PROGRESS,
 ) -> Plan:
-    """The plan from the database's current graph to ``graph`` (reads only)."""
+    """The plan from the database's current graph to ``graph`` (reads only). Names moved
+    aside carry the first 12 hex digits of ``graph``'s hash, so the plan printed by
+    ``migrate --plan`` is the SQL that ``--apply`` and a start run."""
     columns = await read_columns(tx, dialect)
     record = await latest_record(tx) if GRAPH_TABLE in columns else None
     database_hash = record.graph_hash if record else None
@@ -787,7 +789,7 @@ async def build_plan(
         return plan((*keys, *await search_changes(tx, dialect, graph, columns)))
     old_document: Mapping[str, Any] = json.loads(record.canonical) if record else {}
     old_defs = _definitions(old_document)
-    differ = _Differ(tx, dialect, graph, schema, columns, now.strftime("%Y%m%d%H%M%S"), progress)
+    differ = _Differ(tx, dialect, graph, schema, columns, graph.hash[:ASIDE_STAMP_DIGITS], progress)
     renamed = _renamed_entities(graph, old_defs, columns)
     changes: list[Change] = []
     for fqn in sorted(graph.entities):

@@ -18,17 +18,17 @@ from typing import Final
 import sqlalchemy as sa
 
 from host.graph.model import Graph
-from host.query.spec import Column, list_spec
+from host.query.spec import Column
 from host.storage.database import Tx
 from host.storage.dialect import IDENTIFIER_MAX_LENGTH, EvolutionDialect
 from host.storage.dialects import Dialect
 from host.storage.listsql import index_ddl, sort_expression
 from host.storage.plan import Change, ChangeClass, Statement
+from host.storage.textlimits import index_groups, indexed_text_limits
 
 __all__ = ["INDEX_PREFIX", "index_changes", "wanted_indexes"]
 
 INDEX_PREFIX: Final = "tx_"
-_COMPARING: Final = frozenset({"eq", "ne", "in", "lt", "lte", "gt", "gte"})
 _CATALOG: Final[Mapping[str, str]] = {
     "sqlite": (
         "SELECT tbl_name AS table_name, name AS index_name FROM sqlite_master "
@@ -39,6 +39,12 @@ _CATALOG: Final[Mapping[str, str]] = {
         "WHERE schemaname = current_schema() AND substr(indexname, 1, 3) = 'tx_'"
     ),
 }
+_BYTES: Final[Mapping[str, str]] = {
+    "sqlite": "length(CAST({} AS BLOB))",
+    "postgresql": "octet_length({})",
+}
+"""The UTF-8 length in bytes of a text column."""
+SAMPLES: Final = 5
 
 
 def _name(dialect: Dialect, table: str, columns: Sequence[Column]) -> str:
@@ -52,16 +58,10 @@ def _name(dialect: Dialect, table: str, columns: Sequence[Column]) -> str:
 def wanted_indexes(graph: Graph, dialect: Dialect) -> dict[tuple[str, str], tuple[str, str]]:
     """(table, index name) -> (fields, ``CREATE INDEX`` statement) for every list index."""
     wanted: dict[tuple[str, str], tuple[str, str]] = {}
-    for projection in graph.projections.values():
-        spec = list_spec(projection)
-        singles = [*spec.sortable.values()]
-        singles += [f.column for f in spec.filters.values() if _COMPARING & set(f.operators)]
-        table = projection.entity.table_name
-        groups = [(column,) for column in singles if column.name != "id"]  # id: the key
-        for group in [*groups, *spec.indexes]:
-            name = _name(dialect, table, group)
-            fields = ", ".join(column.name for column in group)
-            wanted[(table, name)] = (fields, index_ddl(dialect, table, group, name))
+    for _, table, group in index_groups(graph):
+        name = _name(dialect, table, group)
+        fields = ", ".join(column.name for column in group)
+        wanted[(table, name)] = (fields, index_ddl(dialect, table, group, name))
     return wanted
 
 
@@ -84,18 +84,58 @@ async def index_changes(tx: Tx, dialect: EvolutionDialect, graph: Graph) -> list
                 operations=(Statement(sql),),
             )
         )
+    limits = indexed_text_limits(graph)
+    texts = {
+        (table, _name(dialect.sql, table, group)): (
+            {c.name: limits[fqn][c.name] for c in group if c.name in limits.get(fqn, {})}
+        )
+        for fqn, table, group in index_groups(graph)
+    }
+    columns: dict[str, set[str]] = {}
+    for row in await tx.fetch_all(dialect.columns_query()):
+        columns.setdefault(str(row["table_name"]), set()).add(str(row["column_name"]))
     for (table, name), (field, sql) in sorted(wanted.items()):
         if (table, name) in existing:
             continue
+        present = {k: v for k, v in texts[(table, name)].items() if k in columns.get(table, ())}
+        count, samples = await _too_long(tx, dialect, table, present)
         changes.append(
             Change(
                 kind="index-added",
                 change_class=ChangeClass.ADDITIVE,
                 subject=f"index {name} of table {table}",
                 detail=f"a list projection filters or sorts on {field}",
+                violations=count,
+                violation_samples=samples,
+                remedy=(
+                    "a field a list filters or sorts on holds at most "
+                    + ", ".join(f"{limit} bytes ({field})" for field, limit in present.items())
+                    + " of UTF-8 text: shorten those values, or stop filtering and sorting on "
+                    'the field (docs/schema-evolution.md, "Long values")'
+                ),
                 sql=(sql,),
                 # ``sa.text`` would take ``:word`` inside an enum option for a parameter.
                 operations=(Statement(sql.replace(":", "\\:")),),
             )
         )
     return changes
+
+
+async def _too_long(
+    tx: Tx, dialect: EvolutionDialect, table: str, limits: Mapping[str, int]
+) -> tuple[int, tuple[str, ...]]:
+    """Rows of ``table`` holding a value longer than its limit: (count, some ``tenant/id``)."""
+    if not limits:
+        return 0, ()
+    where = " OR ".join(
+        f"{_BYTES[dialect.name].format(dialect.quote(name))} > {int(limit)}"
+        for name, limit in limits.items()
+    )
+    source = f"FROM {dialect.quote(table)} WHERE {where}"
+    count = int(await tx.fetch_val(sa.text(f"SELECT count(*) {source}")) or 0)
+    if not count:
+        return 0, ()
+    rows = await tx.fetch_all(
+        sa.text(f"SELECT tenant_id, id {source} ORDER BY tenant_id, id LIMIT {SAMPLES}")
+    )
+    return count, tuple(f"{row['tenant_id']}/{row['id']}" for row in rows)

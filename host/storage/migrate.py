@@ -16,9 +16,8 @@ SIGTERM), rolls all of it back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
@@ -53,12 +52,6 @@ from host.storage.tx import Statement as SqlStatement
 __all__ = ["Evolution", "apply", "plan_only", "startup_check", "startup_evolution"]
 
 logger = logging.getLogger("tessera.storage.evolution")
-
-Clock = Callable[[], datetime]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 async def _run(tx: Tx, operation: Operation, dialect: Dialect, progress: Progress) -> None:
@@ -155,7 +148,6 @@ class Evolution:
     schema: Schema
     dialect: Dialect
     allow: frozenset[str] = frozenset()
-    clock: Clock = _utcnow
     progress: Progress = NO_PROGRESS
     dry_run: bool = False
     """Plan and decide only (``tessera check``): refuse exactly as a start would, alter
@@ -168,7 +160,7 @@ class Evolution:
             for name in await add_audit_columns(tx, dialect, self.schema):
                 logger.info("schema evolution: audit column %s added", name)
             await create_chain_tables(tx)
-        plan = await build_plan(tx, dialect, self.graph, self.schema, self.clock(), self.progress)
+        plan = await build_plan(tx, dialect, self.graph, self.schema, self.progress)
         self.plan = plan
         if plan.up_to_date and not plan.changes:
             return
@@ -211,7 +203,7 @@ async def plan_only(storage: Storage, graph: Graph, schema: Schema) -> Plan:
     dialect = EvolutionDialect(storage.dialect)
 
     async def work(tx: Tx) -> Plan:
-        return await build_plan(tx, dialect, graph, schema, _utcnow())
+        return await build_plan(tx, dialect, graph, schema)
 
     return await storage.transaction(work)
 

@@ -1,7 +1,7 @@
 """The plan of a schema evolution: classified changes, the rows they affect, their SQL.
 
 Built by :mod:`host.storage.evolution`, applied by :mod:`host.storage.migrate`, printed by
-``python -m host migrate --plan``.
+``tessera migrate --plan``.
 """
 
 from __future__ import annotations
@@ -294,8 +294,8 @@ class SchemaEvolutionError(Exception):
             if change.outcome:
                 lines.append(f"      with the flag: {change.outcome}")
         lines.append(
-            "Review with `python -m host migrate --plan`; apply with "
-            "`python -m host migrate --apply --allow <kind> ...`."
+            "Review with `tessera migrate --plan`; apply with "
+            "`tessera migrate --apply --allow <kind> ...`."
         )
         return "\n".join(lines)
 

@@ -36,6 +36,7 @@ from host.storage.listsql import select_list
 from host.storage.rows import RowRenderer, all_columns
 from host.storage.schema import Schema
 from host.storage.search import searched_fields, shadow_values, with_search_key
+from host.storage.textlimits import check_text_limits, indexed_text_limits
 from host.storage.tx import Statement
 from host.systemfields import SYSTEM, new_ulid
 
@@ -117,6 +118,7 @@ class EntityStore:
         self._audit_sql = sql.insert(
             dialect, schema.audit.name, schema.audit_columns, {"xact": dialect.transaction_position}
         )
+        self._text_limits = indexed_text_limits(graph)
 
     # -- rows of an entity ------------------------------------------------------------------
 
@@ -172,8 +174,10 @@ class EntityStore:
         declared fields); the system fields are set here, and only here.
 
         :raises ValueError: ``values`` names a system field.
+        :raises BadRequest: a listed text field is too long (:mod:`host.storage.textlimits`).
         """
         _no_system_fields(values)
+        check_text_limits(self._text_limits.get(entity, {}), values)
         row_id, version = new_ulid(), new_ulid()
         written = {
             "tenant_id": tenant_id,
@@ -204,8 +208,10 @@ class EntityStore:
         ``updated_at`` and ``_version`` are set here, and only here.
 
         :raises ValueError: ``changes`` names a system field.
+        :raises BadRequest: a listed text field is too long (:mod:`host.storage.textlimits`).
         """
         _no_system_fields(changes)
+        check_text_limits(self._text_limits.get(entity, {}), changes)
         version = new_ulid()
         written = {"updated_at": now, "_version": version, **changes}
         statements = self._entities[entity]

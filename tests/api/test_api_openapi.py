@@ -4,6 +4,7 @@ describing each operation from the graph (inputs, outputs, statuses and error ki
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -237,3 +238,59 @@ def test_availability_and_dry_runs_are_described(document: dict[str, Any]) -> No
         "IdempotencyKeyReused",
     ]
     assert kinds(document, "/actions/helpdesk.ticket.start")[422] == ["IdempotencyKeyReused"]
+
+
+IN_CANDIDATES = [
+    "1,-2",
+    "low,high",
+    "true,false",
+    "1.50,2",
+    "2030-01-01T00:00:00Z,1999-12-28T23:59:59.5+02:00",
+    "x,y",
+]
+
+
+def _samples(schema: dict[str, Any]) -> list[str]:
+    """Values a generator may draw from a filter parameter's schema (its bounds, each option,
+    date-times with and without a fraction and an offset, decimals with an exponent, lists
+    matching an ``in`` pattern)."""
+    if "enum" in schema:
+        return [str(option) for option in schema["enum"]]
+    if schema["type"] == "integer":
+        return [str(schema["minimum"]), str(schema["maximum"]), "0"]
+    if schema.get("format") == "date-time":
+        return ["2030-01-01T00:00:00Z", "1999-12-31T23:59:59.123456+02:00"]
+    if "pattern" in schema and "," in schema["pattern"]:
+        found = [c for c in IN_CANDIDATES if re.search(schema["pattern"], c)]
+        assert found, schema
+        return found
+    if "pattern" in schema:
+        return ["1.50", "-0", "1E+2", "123456789012345678901234567890.5"]
+    return ["x", "with space"]
+
+
+async def test_filter_values_are_described_with_their_types(tessera: TesseraHarness) -> None:
+    """Every value a filter parameter's schema allows is accepted (200), so a generator working
+    from the document gets no 400 for a plain misdescribed string."""
+    from tests.http._lists_plugin import ListsPlugin
+
+    host = await tessera.start(plugins=[], extra=[("lab", ListsPlugin())], entry_points=False)
+    client = host.client(tenant="t1")
+    document = (await client.request("GET", "/openapi.json")).json
+    view = operation(document, "/projections/lab.thing.list", "get")
+    filters = {p["name"]: p["schema"] for p in view["parameters"] if "name" in p}
+    filters = {k: v for k, v in filters.items() if k.startswith("filter.")}
+    assert filters["filter.count"] == {
+        "type": "integer",
+        "minimum": -(2**63),
+        "maximum": 2**63 - 1,
+    }
+    assert filters["filter.level.gt"] == {"type": "string", "enum": ["low", "mid", "high"]}
+    assert filters["filter.flag"] == {"type": "string", "enum": ["true", "false"]}
+    assert filters["filter.due.lt"]["format"] == "date-time"
+    assert filters["filter.created_at.gte"]["format"] == "date-time"
+    assert "pattern" in filters["filter.price.lte"]
+    for name, schema in filters.items():
+        for value in _samples(schema):
+            answer = await client.projection("lab.thing.list", query={name: value})
+            assert answer.status == 200, (name, value, answer.json)

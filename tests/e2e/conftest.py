@@ -60,8 +60,11 @@ async def invoice_in(host: Host, status: str, *, tenant: str = TENANT) -> str:
 
 
 async def read(host: Host, projection: str, subject: str) -> dict[str, Any]:
-    """The row of ``subject`` as rendered by a detail projection."""
-    item = (await as_actor(host, "viewer").projection(projection, subject=subject)).item
+    """The row of ``subject`` as rendered by a detail projection (read as an accountant:
+    the invoices' read floor)."""
+    item = (
+        await as_actor(host, "viewer", "accountant").projection(projection, subject=subject)
+    ).item
     assert item is not None
     return item
 

@@ -53,7 +53,7 @@ TRANSITIONS = [("issue", "draft", "issued"), ("pay", "issued", "paid"), ("void",
 
 async def test_viewschema_fields_and_create_inputs(host: Host) -> None:
     by_name = {spec[0]: spec for spec in FIELDS}
-    viewer = as_actor(host, "viewer")
+    viewer = as_actor(host, "viewer", "accountant")  # the invoices' read floor
     detail = await viewer.projection(f"{INVOICE}.detail", subject="none")
     assert [f["name"] for f in detail.json["fields"]] == DETAIL_FIELDS
     for descriptor in detail.json["fields"]:
@@ -199,7 +199,7 @@ async def test_transition_stamps_and_number(host: Host) -> None:
 
 async def test_projections(host: Host) -> None:
     invoice = await invoice_in(host, "issued")
-    viewer = as_actor(host, "viewer")
+    viewer = as_actor(host, "viewer", "accountant")  # the invoices' read floor
     listing = await viewer.projection(f"{INVOICE}.list")
     assert [f["name"] for f in listing.json["fields"]] == LIST_FIELDS
     assert [a["fqn"] for a in listing.json["actions"]] == [

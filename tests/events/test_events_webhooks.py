@@ -196,3 +196,48 @@ def test_the_readme_webhook_example_is_valid() -> None:
         f"WEBHOOK_SECRET={hook.secret} python {RECEIVER.relative_to(RECEIVER.parents[3])}"
         in section
     )
+
+
+async def test_webhook_url_query_strings_are_never_shown(
+    tessera: TesseraHarness, receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = "tok-s3cr3t-in-query"
+    url = f"http://127.0.0.1:{receiver.port}/hook?token={token}"
+    # Signed with another secret: the receiver answers 400, the attempts fail.
+    hooks = parse_webhooks(
+        json.dumps([{"url": url, "secret": "another-secret-0123456789", "events": ["billing.*"]}])
+    )
+    receiver.start()
+    host = await tessera.start(plugins=["helpdesk", "billing"], webhooks=hooks, **FAST)
+    clerk = host.client(actor="carl", roles=["clerk", "accountant"])
+    made = await clerk.action(f"{INVOICE}.create", inputs={"customer": "c", "amount": USD})
+    assert made.status == 200
+
+    async def failed() -> bool:
+        found = await rows(host.database_url, "SELECT * FROM tessera_deliveries")
+        return bool(found) and all(r["last_error"] for r in found)
+
+    await until(failed)
+    stored = await rows(host.database_url, "SELECT * FROM tessera_deliveries")
+    expected = f"webhook:http://127.0.0.1:{receiver.port}/hook?..."
+    assert {r["subscriber"] for r in stored} == {expected}
+    assert "answered 400" in stored[0]["last_error"]
+    assert token not in json.dumps([dict(r) for r in stored], default=str)
+    assert expected in caplog.text and token not in caplog.text
+
+
+def test_webhook_url_credentials_are_refused_in_one_line(tmp_path: Path) -> None:
+    hooks = [{"url": "https://hook:pa55w0rd@example.com/h", "secret": SECRET, "events": ["*"]}]
+    env = {
+        **os.environ,
+        "TESSERA_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}",
+        "TESSERA_WEBHOOKS": json.dumps(hooks),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "host", "check"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert "TESSERA_WEBHOOKS: item 0: url 'https://example.com/h' carries credentials" in (
+        done.stderr
+    )
+    assert "pa55w0rd" not in done.stderr + done.stdout and done.stderr.count("\n") == 1

@@ -20,7 +20,7 @@ import pytest
 HERE = Path(__file__).parent
 DISTS = HERE / "dists"
 DRIVER = HERE / "driver.py"
-VERSIONS = ("v1", "v1_1", "v2", "v3", "v3_1", "t1", "t2")
+VERSIONS = ("v1", "v1_1", "v1_2", "v2", "v3", "v3_1", "t1", "t2")
 
 
 def _install(version: str, root: Path) -> Path:

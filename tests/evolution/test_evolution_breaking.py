@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from typing import Any
 
 import pytest
@@ -93,6 +94,12 @@ async def test_breaking_upgrade_is_refused_and_alters_nothing(evo: Any) -> None:
         assert f"{kind}: {subject}" in err
     assert "affected rows: 3; cannot convert: 1" in err
 
+    # ``check`` refuses the same way; its advice names the command the README teaches.
+    checked = evo.host("v3", "check")
+    assert checked.returncode == 1
+    assert "Review with `tessera migrate --plan`" in checked.stderr
+    assert "python -m host" not in checked.stderr + err
+
     # ``serve`` exits non-zero with the report before Hypercorn starts.
     served = evo.host("v3", "serve", "--bind", f"127.0.0.1:{_free_port()}")
     assert served.returncode == 1
@@ -126,11 +133,15 @@ async def test_apply_with_flags_moves_data_aside(evo: Any) -> None:
     )
     assert await evo.snapshot() == before
 
-    # Version 3.1 maps them and gives the required field a default: applied.
+    # Version 3.1 maps them and gives the required field a default: applied, and the SQL
+    # applied is the SQL planned (a second later), moved-aside names included.
+    _, planned = evo.plan("v3_1")
+    time.sleep(1.1)
     done = evo.host("v3_1", "migrate", "--apply", "--json", *flags)
     assert done.returncode == 0, done.stderr
     applied = json.loads(done.stdout)
     assert not applied["upToDate"]
+    assert [c["sql"] for c in applied["changes"]] == [c["sql"] for c in planned["changes"]]
 
     columns = await evo.columns("evo__item")
     aside = {c.split("_")[2]: c for c in columns if c.startswith("_removed_")}

@@ -25,7 +25,8 @@ def listed(listing: ListOptions | None, options: tuple[str, ...] = ("a", "b")) -
             Field(name="price", type=FieldType.MONEY, currency="EUR", nullable=True),
         ),
     )
-    projection = Projection(fqn=f"{ITEM}.list", entity=ITEM, fields=("id",), listing=listing)
+    shown = ("id", "title", "qty", "kind", "price", "created_at")
+    projection = Projection(fqn=f"{ITEM}.list", entity=ITEM, fields=shown, listing=listing)
     plugin = SimpleNamespace(
         tessera_entities=hookimpl(lambda: [entity]),
         tessera_projections=hookimpl(lambda: [projection]),

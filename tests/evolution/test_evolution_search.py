@@ -71,7 +71,10 @@ def _noted(required: bool) -> Graph:
     )
     entity = Entity(fqn=ITEM, fields=(Field(name="title", type=FieldType.STRING), note))
     projection = Projection(
-        fqn=f"{ITEM}.list", entity=ITEM, fields=("id",), listing=ListOptions(search=("note",))
+        fqn=f"{ITEM}.list",
+        entity=ITEM,
+        fields=("id", "note"),
+        listing=ListOptions(search=("note",)),
     )
     plugin = SimpleNamespace(
         tessera_entities=hookimpl(lambda: [entity]),
@@ -97,7 +100,7 @@ def _named(fqn: str, field: str, migrations: tuple[object, ...] = ()) -> Graph:
     """One searched string field ``field`` of entity ``fqn``."""
     entity = Entity(fqn=fqn, fields=(Field(name=field, type=FieldType.STRING),))
     projection = Projection(
-        fqn=f"{fqn}.list", entity=fqn, fields=("id",), listing=ListOptions(search=(field,))
+        fqn=f"{fqn}.list", entity=fqn, fields=("id", field), listing=ListOptions(search=(field,))
     )
     plugin = SimpleNamespace(
         tessera_entities=hookimpl(lambda: [entity]),

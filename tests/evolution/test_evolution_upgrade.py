@@ -4,6 +4,8 @@ startup (app factory in a subprocess), recorded in the graph history."""
 from __future__ import annotations
 
 import json
+import secrets
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,12 @@ SEED = [
     {"action": "evo.item.create", "inputs": {"title": "a", "size": "s", "qty": 5}},
     {"action": "evo.item.create", "inputs": {"title": "b", "note": "n"}},
 ]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _history(rows: list[tuple[Any, ...]]) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -131,3 +139,42 @@ async def test_concurrent_startups_apply_the_upgrade_once(evo: Any) -> None:
     assert (await evo.columns("evo__item")).count("priority") == 1
     rows = await evo.query("SELECT priority FROM evo__item")
     assert [r[0] for r in rows] == [3, 3]
+
+
+async def test_an_index_over_stored_long_values_is_refused_alike_by_check_and_start(
+    evo: Any,
+) -> None:
+    # Version 1 lists no field, so a title of any length is stored; version 1.2 sorts on the
+    # title: its index could not hold the long one (PostgreSQL), on any backend it is refused.
+    long_title = secrets.token_urlsafe(2100)[:2700]
+    results = evo.ok(
+        "v1",
+        [
+            {"action": "evo.item.create", "inputs": {"title": "short"}},
+            {"action": "evo.item.create", "inputs": {"title": long_title}},
+        ],
+    )
+    long_id = results[1][1]["outputs"]["id"]
+    before = await evo.snapshot()
+
+    checked = evo.host("v1_2", "check")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    expected = f"1 row(s) would break the field's declared rules (t1/{long_id})"
+    assert expected in checked.stderr
+    assert "holds at most 2000 bytes (title) of UTF-8 text" in checked.stderr
+    status, _, err = evo.drive("v1_2")
+    assert status == 1 and expected in err, err
+    served = evo.host("v1_2", "serve", "--port", str(_free_port()))
+    assert served.returncode == 1 and expected in served.stderr, served.stderr
+    assert "Traceback" not in served.stderr
+    hypercorn = evo.popen(
+        "v1_2", "-m", "hypercorn", "host.asgi:app", "-b", f"127.0.0.1:{_free_port()}"
+    )
+    _, err = hypercorn.communicate(timeout=60)
+    assert hypercorn.returncode != 0 and expected in err and "Traceback" not in err, err
+    assert await evo.snapshot() == before
+
+    # With the value shortened (by hand) the same upgrade applies; the list sorts on it.
+    await evo.query(f"UPDATE evo__item SET title = 'long' WHERE id = '{long_id}'")
+    listed = evo.ok("v1_2", [{"projection": "evo.item.list"}])
+    assert [item["title"] for item in listed[0][1]["data"]["items"]] == ["short", "long"]

@@ -111,13 +111,24 @@ def test_serve_execs_hypercorn(
     assert capsys.readouterr().out == "console: http://127.0.0.1:8000/-/console/\n"
     cli.main(["serve", "--bind", "0.0.0.0:9000", "--workers", "4", "--", "--access-logfile", "-"])
     assert capsys.readouterr().out == ""  # the console is off by default off loopback
-    assert binds == ["127.0.0.1:8000", "0.0.0.0:9000"]
+    cli.main(["serve", "--port", "8001"])
+    cli.main(["serve", "--host", "::1", "--port", "8002"])
+    cli.main(["serve", "--host", "0.0.0.0"])
+    assert binds == [
+        "127.0.0.1:8000", "0.0.0.0:9000", "127.0.0.1:8001", "[::1]:8002", "0.0.0.0:8000",
+    ]  # fmt: skip
     python = sys.executable
     assert calls == [
-        (python, [python, "-m", "hypercorn", "--bind", "127.0.0.1:8000", "--workers", "1",
+        (python, [python, "-m", "host.supervisor", "--bind", "127.0.0.1:8000", "--workers", "1",
                   "host.asgi:app"]),
-        (python, [python, "-m", "hypercorn", "--bind", "0.0.0.0:9000", "--workers", "4",
+        (python, [python, "-m", "host.supervisor", "--bind", "0.0.0.0:9000", "--workers", "4",
                   "--access-logfile", "-", "host.asgi:app"]),
+        (python, [python, "-m", "host.supervisor", "--bind", "127.0.0.1:8001", "--workers", "1",
+                  "host.asgi:app"]),
+        (python, [python, "-m", "host.supervisor", "--bind", "[::1]:8002", "--workers", "1",
+                  "host.asgi:app"]),
+        (python, [python, "-m", "host.supervisor", "--bind", "0.0.0.0:8000", "--workers", "1",
+                  "host.asgi:app"]),
     ]  # fmt: skip
 
 

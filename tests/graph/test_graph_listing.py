@@ -12,8 +12,13 @@ SHOP = "plugin 'shop'"
 LIST = "shop.order.list"
 
 
-def _with(kit: SimpleNamespace, listing: object):
-    return kit.baseline().with_projection(LIST, listing=listing)
+# Every field the declarations below name is shown: a list may only filter, sort and
+# search what it shows (see test_hidden_fields_cannot_be_filtered_sorted_or_searched).
+SHOWN = ("id", "title", "note", "qty", "size", "price", "paid", "status", "aux", "created_at")
+
+
+def _with(kit: SimpleNamespace, listing: object, fields: tuple[str, ...] = SHOWN):
+    return kit.baseline().with_projection(LIST, listing=listing, fields=fields)
 
 
 GOOD = ListOptions(
@@ -124,8 +129,24 @@ def test_bad_declarations_are_reported_with_the_plugin(kit: SimpleNamespace, nam
     ), errors
 
 
+def test_hidden_fields_cannot_be_filtered_sorted_or_searched(kit: SimpleNamespace) -> None:
+    errors = kit.graph_errors(("shop", _with(kit, GOOD, ("id", "title", "status")).plugin()))
+    for what, name in (
+        ("filters on", "price"),
+        ("filters on", "created_at"),
+        ("sorts on", "size"),
+        ("searches", "note"),
+    ):
+        expected = f"listing {what} {name!r}, which the projection does not show"
+        assert any(SHOP in e and expected in e for e in errors), (expected, errors)
+    assert not any("'title', which the projection does not show" in e for e in errors)
+    assert not any("'id', which the projection does not show" in e for e in errors)
+
+
 def test_declarations_are_part_of_the_hash(kit: SimpleNamespace) -> None:
-    plain = kit.compile_plugins(("shop", kit.baseline().plugin()))
+    plain = kit.compile_plugins(
+        ("shop", kit.baseline().with_projection(LIST, fields=SHOWN).plugin())
+    )
     empty = kit.compile_plugins(("shop", _with(kit, ListOptions()).plugin()))
     good = kit.compile_plugins(("shop", _with(kit, GOOD).plugin()))
     other = ListOptions(**{**{f: getattr(GOOD, f) for f in GOOD.__slots__}, "max_page_size": 100})

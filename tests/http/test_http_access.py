@@ -103,7 +103,9 @@ async def test_projection_roles_refuse_with_policy_denied_and_cors(tessera: Tess
             assert "clerk" in denied.json["error"]["message"]
             assert invoice not in denied.body.decode()
     assert [i["id"] for i in (await clerk.projection(DESK)).items] == [invoice]
-    # Unscoped projections read as in v0.1, whoever asks.
+    # Unscoped projections read as in v0.1, whoever asks: the sample plugins' contract
+    # (sample-plugins.md) keeps every listed projection's behaviour, so the invoices take no
+    # entity read floor (docs/writing-plugins.md, "Read floor"; the compiler warns about it).
     anyone = await host.client().projection("billing.invoice.list")
     assert anyone.status == 200 and [i["id"] for i in anyone.items] == [invoice]
     # A requester or an agent may read the scoped ticket list; nobody else.

@@ -369,6 +369,8 @@ BAD_QUERIES: list[tuple[dict[str, str], str]] = [
     ({"filter.tenant_id": "t2"}, "'tenant_id' is not a filterable field"),
     ({"filter.name.like": "a"}, "operator 'like' is not allowed on 'name'; allowed: eq, ne"),
     ({"filter.name.eq.x": "a"}, "operator 'eq.x' is not allowed"),
+    ({"filter.name.": "a"}, "the operator after 'name' is empty"),
+    ({"filter.colour.": "a"}, "the operator after 'colour' is empty"),
     ({"filter.count.contains": "1"}, "operator 'contains' is not allowed on 'count'"),
     ({"filter.flag.lt": "true"}, "operator 'lt' is not allowed on 'flag'"),
     ({"filter.id.null": "true"}, "operator 'null' is not allowed on 'id'"),
@@ -460,6 +462,25 @@ async def test_cursor_is_bound_to_tenant_projection_filters_sort_and_search(
         result = await client.projection(fqn, query={**query, "pageSize": "2", "cursor": cursor})
         assert (result.status, result.error_kind) == (400, "BadRequest"), (fqn, query, result.json)
         assert "not a cursor of this request" in result.json["error"]["message"]
+
+
+async def test_cursors_carry_no_readable_value(
+    lab: Host, things: dict[str, dict[str, object]]
+) -> None:
+    client = lab.client(tenant="t1")
+    for sort in ("name", "-note", "count", "due"):
+        page = await client.projection(LIST, query={"sort": sort, "pageSize": "2"})
+        cursor = page.json["data"]["pagination"]["nextCursor"]
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        last = page.json["data"]["items"][-1]
+        for value in (last["id"], last[sort.removeprefix("-")]):
+            if isinstance(value, str) and len(value) > 2:
+                assert value.encode() not in raw, (sort, value, raw)
+        assert b'"' not in raw[:8] and not raw.startswith(b"[")
+        following = await client.projection(
+            LIST, query={"sort": sort, "pageSize": "2", "cursor": cursor}
+        )
+        assert following.status == 200 and following.json["data"]["items"][0] != last
 
 
 async def test_altered_cursors_are_400(lab: Host, things: dict[str, dict[str, object]]) -> None:

@@ -83,7 +83,7 @@ async def test_sample_projections_answer_v01_requests_byte_for_byte(
 
     current = await tessera.start(plugins=["helpdesk", "billing"], list_chunk_rows=chunk_rows)
     ticket, invoice = await _fill(current)
-    viewer = current.client(tenant="acme")
+    viewer = current.client(tenant="acme")  # a v0.1 client: a tenant, nothing else
     today = await _documents(viewer, ticket, invoice)
     before = await tessera.start(
         plugins=[],
@@ -154,7 +154,7 @@ async def test_v11_document_of_the_queue(host: Host) -> None:
         "default": ["-created_at"],
         "active": ["-created_at"],
     }
-    assert document["search"] == {"fields": ["title", "description"], "active": None}
+    assert document["search"] == {"fields": ["title"], "active": None}
     items = document["data"]["items"]
     assert [i["created_at"] for i in items] == sorted(
         (i["created_at"] for i in items), key=_instant, reverse=True

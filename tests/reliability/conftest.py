@@ -336,7 +336,9 @@ def assert_envelope(response: httpx.Response) -> None:
 async def list_items(
     client: httpx.AsyncClient, projection: str, tenant: str
 ) -> list[dict[str, Any]]:
-    response = await client.get(f"/projections/{projection}", headers=identity(tenant))
+    # An accountant: the invoices have a read floor (clerks, accountants).
+    headers = identity(tenant, roles=("accountant",))
+    response = await client.get(f"/projections/{projection}", headers=headers)
     assert response.status_code == 200, response.text
     items: list[dict[str, Any]] = response.json()["data"]["items"]
     return items

@@ -430,6 +430,33 @@ async def catalogue(host: HostProcess, database: str, tally: Counter[str]) -> di
             written[answer.json()["outputs"]["id"]] = text
             tally["inputs_legal_nasty"] += 1
 
+        # Long values in fields a list index covers (the ticket title, the invoice customer,
+        # an assignee stamped from a long actor id): a 400 naming the field and the limit on
+        # both backends, up to the body limit, and nothing written (tenant 'longs').
+        longs = {**identity("longs", "lena", ROLES), "Content-Type": "application/json"}
+        usd = {"amount": "1.00", "currency": "USD"}
+        kept = await post(f"{TICKET}.create", body({"title": "short"}), longs, {200})
+        kept_ref = subject("longs", TICKET, kept.json()["outputs"]["id"])
+        for size in (2001, 2700, 3000, 100_000, MAX_BODY - 4096):
+            text = "x" * size
+            for fqn, inputs, ref in (
+                (f"{TICKET}.create", {"title": text}, None),
+                (f"{TICKET}.edit", {"title": text}, kept_ref),
+                (f"{INVOICE}.create", {"customer": text, "amount": usd}, None),
+            ):
+                async with host.client() as own:  # see the near-limit note below
+                    answer = await own.post(
+                        f"/actions/{fqn}", content=body(inputs, ref), headers=longs
+                    )
+                check(answer, tally, {400})
+                assert "holds at most 2000 bytes" in answer.json()["error"]["message"]
+                tally["inputs_long_indexed"] += 1
+        long_actor = {**longs, "X-Actor-Id": "a" * 12_000}
+        started = await post(f"{TICKET}.start", body({}, kept_ref), long_actor, {400})
+        assert "Field 'assignee'" in started.json()["error"]["message"]
+        tally["inputs_long_indexed"] += 1
+        assert await tenant_state(client, database, "longs") == (1, 1)
+
         # FQNs (path segments) on both routes.
         for fqn in FQNS:
             answer = await post(fqn, body({"title": "t"}), allowed={400, 404})

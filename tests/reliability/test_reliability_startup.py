@@ -8,6 +8,7 @@ Schema preparation runs in every worker of every process. On PostgreSQL two conc
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +58,29 @@ async def test_four_processes_start_at_once_on_a_fresh_database(
         assert AUDIT_TABLE in tables and TICKET_TABLE in tables, tables
         assert len(tables) == len(set(tables))
     figures["graph_hash"] = hashes.pop()[:12]
+
+
+SQLITE_STARTS = 6
+
+
+@pytest.mark.skipif(BACKEND != "sqlite", reason="a new SQLite file each start")
+def test_two_workers_start_on_a_new_sqlite_file_every_time(
+    tmp_path: Path, figures: dict[str, Any]
+) -> None:
+    # The two workers of one start both switch the new file to WAL; SQLite can refuse that
+    # at once with "database is locked" (no busy handler there): the switch is retried.
+    failures = []
+    for start in range(SQLITE_STARTS):
+        host = HostProcess(tmp_path, f"sqlite:///{tmp_path / f'new{start}.db'}", workers=2)
+        try:
+            host.spawn()
+            host.wait_ready(timeout=90)
+            assert httpx.get(f"{host.base_url}{PREFIX}/_health", timeout=10).status_code == 200
+            time.sleep(0.5)  # both workers are up, or one has died
+            log = host.log.read_text(errors="replace")
+            if "locked" in log or "Traceback" in log or not host.alive():
+                failures.append(log)
+        finally:
+            host.stop()
+    figures.update(starts=SQLITE_STARTS, workers_per_start=2, failed_starts=len(failures))
+    assert failures == [], failures[0]

@@ -171,7 +171,7 @@ PROJECTIONS: tuple[Projection, ...] = (
             ),
             sortable=("created_at", "due_at", "priority", "title"),
             default_sort=("-created_at",),
-            search=("title", "description"),
+            search=("title",),
             default_page_size=50,
             indexes=(("state", "created_at"),),
         ),

@@ -1,0 +1,1 @@
+"""Tessera schema evolution test plugin, version 1.2.0."""
