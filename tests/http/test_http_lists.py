@@ -4,6 +4,7 @@ every 400, on the backend of the run (SQLite or PostgreSQL), through the HTTP in
 from __future__ import annotations
 
 import base64
+import json
 import unicodedata
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
