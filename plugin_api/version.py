@@ -24,7 +24,9 @@ declarations ``ListOptions``, ``Filter``, ``FilterOperator``, ``MAX_PAGE_SIZE``,
 ``SubscriberHandler`` and the ``tessera_subscribers`` hook; 1.6 the error classes beyond the
 spec's table: ``UnsupportedMediaType``, ``IdempotencyKeyReused``, ``ServiceUnavailable``; 1.7
 batch policies and dry runs: ``BatchPolicy``, ``batch_policy``, ``BatchPolicyHandler``,
-``PolicyVerdict``, ``dry_run_safe``, ``is_dry_run_safe``, ``DryRunUnsupported``)."""
+``PolicyVerdict``, ``dry_run_safe``, ``is_dry_run_safe``, ``DryRunUnsupported``; record
+history ``ActionContext.data.history`` and ``HistoryRecord``; ``Unauthenticated`` (token
+mode); the entity read floor ``Entity(access=...)``)."""
 
 REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
 """The plugin module's attribute naming the plugin API version it requires."""
