@@ -1,0 +1,6 @@
+"""Live changes: server-sent events telling a client which rows of the projections it
+watches changed (docs/live.md)."""
+
+from host.live.hub import Hub, Subscription, Watch
+
+__all__ = ["Hub", "Subscription", "Watch"]

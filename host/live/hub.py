@@ -1,0 +1,329 @@
+"""The live hub of one process: a single poller reads the new audit records of every tenant
+with open streams once per interval (or at once when woken) and fans them out to the
+streams in process (docs/live.md).
+
+Visibility is decided per *cohort*: the streams of one tenant watching one projection under
+the same row conditions (the reader's row scope and read policies' conditions). A batch asks
+each cohort whose entity it touches which of the batch's row ids it may read, in one
+statement through the projection's own read (:class:`ProjectionReads`), whatever the number
+of streams in it. A reader is never told of a row its projection would not show it (as the
+row is when the batch is read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from host.graph.model import CompiledProjection
+from host.live.feed import ORIGIN, AuditFeed, Change
+from host.query.conditions import Condition
+from host.query.params import plain_query
+from host.query.spec import ID_COLUMN
+from host.storage.auditlog import Position
+from host.storage.reads import ProjectionReads
+
+__all__ = ["Backlog", "Hub", "Subscription", "Watch"]
+
+logger = logging.getLogger("tessera.live")
+
+READ_BATCH: Final = 500
+"""Records read per statement (and ids asked per visibility statement)."""
+WAKE_GAP_S: Final = 0.01
+"""A wake-up waits this long before it reads, so that a burst of commits is read at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """One projection a stream watches, with the reader's row conditions on it."""
+
+    projection: CompiledProjection
+    scope: tuple[Condition, ...]
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Streams with equal keys see the same rows (one cohort)."""
+        return (
+            self.projection.fqn,
+            tuple((c.column.name, c.operator, c.values) for c in self.scope),
+        )
+
+    @property
+    def entity(self) -> str:
+        return self.projection.entity.fqn
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A change one stream is told of, with the watched projections that show the row."""
+
+    change: Change
+    projections: tuple[str, ...]
+
+
+@dataclass(eq=False, slots=True)
+class Subscription:
+    """One open stream: what it watches, and what waits to be sent to it."""
+
+    tenant: str
+    watches: tuple[Watch, ...]
+    position: Position = ORIGIN
+    """The last record this stream has passed (sent, or not for it)."""
+    pending: deque[tuple[list[Message], Position]] = field(default_factory=deque)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: str | None = None
+    """Why the hub ended the stream (``None`` while open)."""
+
+    def push(self, messages: list[Message], last: Position, limit: int) -> None:
+        if len(self.pending) >= limit:
+            self.end("behind")  # a client that does not read: it reloads when it comes back
+            return
+        self.pending.append((messages, last))
+        self.ready.set()
+
+    def end(self, reason: str) -> None:
+        if self.ended is None:
+            self.ended = reason
+        self.ready.set()
+
+    def take(self) -> list[Message]:
+        """The messages waiting, past :attr:`position` (which moves to the last record)."""
+        taken: list[Message] = []
+        while self.pending:
+            messages, last = self.pending.popleft()
+            taken.extend(m for m in messages if m.change.position > self.position)
+            self.position = max(self.position, last)
+        self.ready.clear()
+        return taken
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """What a resuming stream missed: its messages, or ``reset`` when it must reload."""
+
+    messages: list[Message]
+    reset: str | None
+
+
+class Hub:
+    """The poller and the open streams of one process."""
+
+    def __init__(
+        self,
+        feed: AuditFeed,
+        reads: ProjectionReads,
+        *,
+        poll_s: float,
+        max_streams: int,
+        resume_max: int,
+        draining: Callable[[], bool] = lambda: False,
+        on_streams: Callable[[int], None] | None = None,
+        queue_limit: int = 1000,
+    ) -> None:
+        self._feed = feed
+        self._reads = reads
+        self._poll_s = poll_s
+        self.max_streams = max_streams
+        self._resume_max = resume_max
+        self._draining = draining
+        self._on_streams = on_streams
+        self._queue_limit = queue_limit
+        self._streams: dict[str, set[Subscription]] = {}
+        self._cursors: dict[str, Position] = {}
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.closing = False
+
+    # -- streams ---------------------------------------------------------------------------
+
+    @property
+    def open_streams(self) -> int:
+        return sum(len(streams) for streams in self._streams.values())
+
+    def full(self) -> bool:
+        return self.open_streams >= self.max_streams
+
+    async def subscribe(self, tenant: str, watches: tuple[Watch, ...]) -> Subscription:
+        """Register a stream; it hears of every record after the tenant's current tail."""
+        async with self._lock:  # never between a poll's read and its fan-out
+            if tenant not in self._cursors:
+                horizon = await self._feed.horizon()
+                self._cursors[tenant] = await self._feed.tail(tenant, horizon)
+            subscription = Subscription(tenant, watches, self._cursors[tenant])
+            self._streams.setdefault(tenant, set()).add(subscription)
+        self._count()
+        self._ensure_running()
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        streams = self._streams.get(subscription.tenant)
+        if streams is None or subscription not in streams:
+            return
+        streams.discard(subscription)
+        if not streams:
+            del self._streams[subscription.tenant]
+            self._cursors.pop(subscription.tenant, None)
+        self._count()
+
+    async def backlog(self, subscription: Subscription, since: Position) -> Backlog:
+        """The messages a stream resuming after ``since`` missed; a reset when ``since`` is
+        not one of the tenant's records (too old and pruned, or from another database) or
+        more than the resume limit of records followed it. Call before the first
+        :meth:`Subscription.take`: what the poller queued meanwhile repeats none of it."""
+        tenant = subscription.tenant
+        if not await self._feed.holds(tenant, since):
+            return Backlog([], "unknown")
+        horizon = await self._feed.horizon()
+        messages: list[Message] = []
+        position = since
+        read = 0
+        while True:
+            limit = min(READ_BATCH, self._resume_max + 1 - read)
+            changes = await self._feed.after(tenant, position, horizon, limit)
+            read += len(changes)
+            if read > self._resume_max:
+                return Backlog([], "too-old")
+            if not changes:
+                break
+            visible = await self._visible_ids(tenant, [subscription], changes)
+            messages.extend(_messages(subscription.watches, changes, visible))
+            position = changes[-1].position
+            if len(changes) < limit:
+                break
+        # Every record up to here is final and read: the queue's records at or before it
+        # are skipped by take(), the later ones sent.
+        subscription.position = position
+        return Backlog(messages, None)
+
+    # -- the poller ------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Read at once (a change committed in this process, or a NOTIFY)."""
+        self._wake.set()
+
+    def _ensure_running(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while not self.closing:
+            if self._draining():
+                self.close("shutdown")
+                return
+            if self._streams:
+                try:
+                    await self.poll()
+                except Exception:
+                    logger.exception("live changes: reading the audit log failed; retrying")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._poll_s)
+                await asyncio.sleep(WAKE_GAP_S)
+            self._wake.clear()
+
+    async def poll(self) -> int:
+        """Read every tenant's new records once and fan them out; returns how many."""
+        async with self._lock:
+            tenants = list(self._streams)
+            if not tenants:
+                return 0
+            horizon = await self._feed.horizon()
+            count = 0
+            for tenant in tenants:
+                cursor = self._cursors[tenant]
+                while True:
+                    changes = await self._feed.after(tenant, cursor, horizon, READ_BATCH)
+                    if not changes:
+                        break
+                    count += len(changes)
+                    cursor = changes[-1].position
+                    await self._fan_out(tenant, changes)
+                    if len(changes) < READ_BATCH:
+                        break
+                if tenant in self._streams:  # its last stream may have left meanwhile
+                    self._cursors[tenant] = cursor
+            return count
+
+    async def _fan_out(self, tenant: str, changes: list[Change]) -> None:
+        streams = list(self._streams.get(tenant, ()))
+        last = changes[-1].position
+        visible = await self._visible_ids(tenant, streams, changes)
+        for subscription in streams:
+            messages = _messages(subscription.watches, changes, visible)
+            subscription.push(messages, last, self._queue_limit)
+
+    async def _visible_ids(
+        self, tenant: str, streams: Iterable[Subscription], changes: list[Change]
+    ) -> dict[tuple[object, ...], frozenset[str] | None]:
+        """For each cohort of ``streams`` whose entity ``changes`` touch: the ids it may
+        read (``None``: every id, the projection has no row conditions)."""
+        touched: dict[str, set[str]] = {}
+        for change in changes:
+            touched.setdefault(change.entity, set()).add(change.id)
+        cohorts: dict[tuple[object, ...], Watch] = {}
+        for subscription in streams:
+            for watch in subscription.watches:
+                if watch.entity in touched:
+                    cohorts.setdefault(watch.key, watch)
+        visible: dict[tuple[object, ...], frozenset[str] | None] = {}
+        for key, watch in cohorts.items():
+            ids = sorted(touched[watch.entity])
+            visible[key] = None if not watch.scope else await self._readable(tenant, watch, ids)
+        return visible
+
+    async def _readable(self, tenant: str, watch: Watch, ids: list[str]) -> frozenset[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), READ_BATCH):
+            chunk = tuple(ids[start : start + READ_BATCH])
+            query = plain_query(watch.scope, conditions=(Condition(ID_COLUMN, "in", chunk),))
+            rows, _ = await self._reads.page(watch.projection, tenant, query, len(chunk))
+            found.update(str(row["id"]) for row in rows)
+        return frozenset(found)
+
+    # -- stopping --------------------------------------------------------------------------
+
+    def close(self, reason: str) -> None:
+        """End every stream (they finish their responses) and refuse new ones."""
+        self.closing = True
+        for streams in self._streams.values():
+            for subscription in streams:
+                subscription.end(reason)
+
+    async def stop(self) -> None:
+        self.close("shutdown")
+        self._wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def _count(self) -> None:
+        if self._on_streams is not None:
+            self._on_streams(self.open_streams)
+
+
+def _shows(
+    watch: Watch, change: Change, visible: dict[tuple[object, ...], frozenset[str] | None]
+) -> bool:
+    if watch.entity != change.entity:
+        return False
+    ids = visible.get(watch.key, frozenset())
+    return ids is None or change.id in ids
+
+
+def _messages(
+    watches: tuple[Watch, ...],
+    changes: list[Change],
+    visible: dict[tuple[object, ...], frozenset[str] | None],
+) -> list[Message]:
+    messages: list[Message] = []
+    for change in changes:
+        shown = tuple(w.projection.fqn for w in watches if _shows(w, change, visible))
+        if shown:
+            messages.append(Message(change, shown))
+    return messages
