@@ -212,3 +212,22 @@ async def test_stream_cap_and_heartbeats(tessera: TesseraHarness) -> None:
         async with opened(host, changes_path(QUEUE), **headers()):
             return
     raise AssertionError("the stream was not given back")
+
+
+async def test_cors_allows_last_event_id_to_a_request_that_names_it(host: Host) -> None:
+    client = host.app.test_client()
+    plain = await client.options(changes_path(QUEUE))
+    preflight = await client.options(
+        changes_path(QUEUE),
+        headers={"Access-Control-Request-Headers": "last-event-id, x-tenant-id"},
+    )
+    allowed = "Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles"
+    assert plain.headers["Access-Control-Allow-Headers"] == allowed
+    assert preflight.status_code == 204
+    assert preflight.headers["Access-Control-Allow-Headers"] == f"{allowed}, Last-Event-ID"
+    head = headers(**{"Last-Event-ID": "x"})
+    async with opened(host, changes_path(QUEUE), **head) as stream:
+        sent = stream.connection.headers
+        assert sent is not None
+        assert sent["Access-Control-Allow-Headers"] == f"{allowed}, Last-Event-ID"
+        assert sent["Cache-Control"] == "no-store"
