@@ -182,3 +182,26 @@ async def test_streams_end_cleanly_when_the_server_stops(
         assert listener.events[-1].event == "end"
         assert listener.events[-1].data == {"reason": "shutdown"}
         assert took < 5
+
+
+async def test_metrics_count_streams_messages_and_lag(
+    tmp_path: Path, tessera_database_url: str
+) -> None:
+    from ..server.test_metrics import sample
+
+    env = {**FAST, "TESSERA_METRICS": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prom")}
+    with run_server(tmp_path, env=env, database=tessera_database_url) as server:
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as http:
+            async with listening(server, QUEUE) as listener:
+                await act(server, 2)
+                await listener.wait_for(4)
+                text = (await http.get("/metrics")).text
+                assert sample(text, "tessera_live_streams") == 1
+                assert sample(text, "tessera_live_messages_total") == 4
+                assert sample(text, "tessera_live_lag_seconds_count") == 4
+            for _ in range(100):
+                text = (await http.get("/metrics")).text
+                if sample(text, "tessera_live_streams") == 0:
+                    break
+                await asyncio.sleep(0.05)
+            assert sample(text, "tessera_live_streams") == 0
