@@ -22,13 +22,14 @@ from typing import Final
 
 from host.graph.model import CompiledProjection
 from host.live.feed import ORIGIN, AuditFeed, Change
+from host.live.messages import Message
 from host.query.conditions import Condition
 from host.query.params import plain_query
 from host.query.spec import ID_COLUMN
 from host.storage.auditlog import Position
 from host.storage.reads import ProjectionReads
 
-__all__ = ["Backlog", "Hub", "Subscription", "Watch"]
+__all__ = ["Backlog", "Hub", "Message", "Subscription", "Watch"]
 
 logger = logging.getLogger("tessera.live")
 
@@ -56,14 +57,6 @@ class Watch:
     @property
     def entity(self) -> str:
         return self.projection.entity.fqn
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """A change one stream is told of, with the watched projections that show the row."""
-
-    change: Change
-    projections: tuple[str, ...]
 
 
 @dataclass(eq=False, slots=True)
@@ -253,8 +246,12 @@ class Hub:
         streams = list(self._streams.get(tenant, ()))
         last = changes[-1].position
         visible = await self._visible_ids(tenant, streams, changes)
-        for subscription in streams:
-            messages = _messages(subscription.watches, changes, visible)
+        shared: dict[tuple[tuple[object, ...], ...], list[Message]] = {}
+        for subscription in streams:  # streams watching alike share one list of messages
+            key = tuple(watch.key for watch in subscription.watches)
+            messages = shared.get(key)
+            if messages is None:
+                messages = shared[key] = _messages(subscription.watches, changes, visible)
             subscription.push(messages, last, self._queue_limit)
 
     async def _visible_ids(
@@ -325,5 +322,5 @@ def _messages(
     for change in changes:
         shown = tuple(w.projection.fqn for w in watches if _shows(w, change, visible))
         if shown:
-            messages.append(Message(change, shown))
+            messages.append(Message.of(change, shown))
     return messages

@@ -8,34 +8,16 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Final
 
-from host import jsonio
 from host.fieldtypes import parse_datetime
-from host.live.hub import Hub, Message, Subscription
+from host.live.hub import Hub, Subscription
+from host.live.messages import Message, event
 from host.storage.auditlog import Position
 
-__all__ = ["CONTENT_TYPE", "RETRY_MS", "encode_change", "event", "parse_event_id", "stream"]
+__all__ = ["CONTENT_TYPE", "RETRY_MS", "parse_event_id", "stream"]
 
 CONTENT_TYPE: Final = "text/event-stream; charset=utf-8"
 RETRY_MS: Final = 2000
 """How long a browser's ``EventSource`` waits before it reconnects."""
-
-
-def event(name: str, position: Position | None, data: object) -> bytes:
-    """One SSE message (``data`` as one line of JSON)."""
-    head = f"id: {position}\n" if position is not None else ""
-    return f"{head}event: {name}\ndata: {jsonio.dumps(data).decode()}\n\n".encode()
-
-
-def encode_change(message: Message) -> bytes:
-    change = message.change
-    data = {
-        "entity": change.entity,
-        "id": change.id,
-        "version": change.version,
-        "action": change.action,
-        "projections": list(message.projections),
-    }
-    return event("change", change.position, data)
 
 
 def parse_event_id(text: str) -> Position | None:
@@ -103,4 +85,4 @@ def _sent(messages: list[Message], on_sent: Callable[[int, list[float]], None] |
     if on_sent is not None and messages:
         lags = [lag for m in messages if (lag := _lag_s(m.change.at)) is not None]
         on_sent(len(messages), lags)
-    return b"".join(encode_change(message) for message in messages)
+    return b"".join(message.sse for message in messages)
