@@ -36,7 +36,11 @@ logger = logging.getLogger("tessera.live")
 READ_BATCH: Final = 500
 """Records read per statement (and ids asked per visibility statement)."""
 WAKE_GAP_S: Final = 0.01
-"""A wake-up waits this long before it reads, so that a burst of commits is read at once."""
+"""A wake-up waits at least this long before it reads, so a burst of commits is read at once."""
+GAP_PER_STREAM_S: Final = 0.0001
+"""... and this long per open stream (at most the poll interval): handing a batch to a stream
+costs about this much whatever the batch holds, so reading less often when many streams are
+open keeps the fan-out's share of the worker bounded (bench/live.py: 1,000 streams)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +220,11 @@ class Hub:
                     logger.exception("live changes: reading the audit log failed; retrying")
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._poll_s)
-                await asyncio.sleep(WAKE_GAP_S)
+                await asyncio.sleep(self._gap())
             self._wake.clear()
+
+    def _gap(self) -> float:
+        return min(self._poll_s, max(WAKE_GAP_S, GAP_PER_STREAM_S * self.open_streams))
 
     async def poll(self) -> int:
         """Read every tenant's new records once and fan them out; returns how many."""
