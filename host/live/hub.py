@@ -235,7 +235,9 @@ class Hub:
             horizon = await self._feed.horizon()
             count = 0
             for tenant in tenants:
-                cursor = self._cursors[tenant]
+                cursor = self._cursors.get(tenant)
+                if cursor is None:  # its last stream left during this poll
+                    continue
                 while True:
                     changes = await self._feed.after(tenant, cursor, horizon, READ_BATCH)
                     if not changes:
