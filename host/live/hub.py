@@ -20,12 +20,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from host.graph.model import CompiledProjection
 from host.live.feed import ORIGIN, AuditFeed, Change
 from host.live.messages import Message
-from host.query.conditions import Condition
-from host.query.params import plain_query
-from host.query.spec import ID_COLUMN
+from host.live.visibility import Visible, visible_ids
+from host.live.watch import Watch
 from host.storage.auditlog import Position
 from host.storage.reads import ProjectionReads
 
@@ -41,26 +39,6 @@ GAP_PER_STREAM_S: Final = 0.0001
 """... and this long per open stream (at most the poll interval): handing a batch to a stream
 costs about this much whatever the batch holds, so reading less often when many streams are
 open keeps the fan-out's share of the worker bounded (bench/live.py: 1,000 streams)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Watch:
-    """One projection a stream watches, with the reader's row conditions on it."""
-
-    projection: CompiledProjection
-    scope: tuple[Condition, ...]
-
-    @property
-    def key(self) -> tuple[object, ...]:
-        """Streams with equal keys see the same rows (one cohort)."""
-        return (
-            self.projection.fqn,
-            tuple((c.column.name, c.operator, c.values) for c in self.scope),
-        )
-
-    @property
-    def entity(self) -> str:
-        return self.projection.entity.fqn
 
 
 @dataclass(eq=False, slots=True)
@@ -265,31 +243,9 @@ class Hub:
 
     async def _visible_ids(
         self, tenant: str, streams: Iterable[Subscription], changes: list[Change]
-    ) -> dict[tuple[object, ...], frozenset[str] | None]:
-        """For each cohort of ``streams`` whose entity ``changes`` touch: the ids it may
-        read (``None``: every id, the projection has no row conditions)."""
-        touched: dict[str, set[str]] = {}
-        for change in changes:
-            touched.setdefault(change.entity, set()).add(change.id)
-        cohorts: dict[tuple[object, ...], Watch] = {}
-        for subscription in streams:
-            for watch in subscription.watches:
-                if watch.entity in touched:
-                    cohorts.setdefault(watch.key, watch)
-        visible: dict[tuple[object, ...], frozenset[str] | None] = {}
-        for key, watch in cohorts.items():
-            ids = sorted(touched[watch.entity])
-            visible[key] = None if not watch.scope else await self._readable(tenant, watch, ids)
-        return visible
-
-    async def _readable(self, tenant: str, watch: Watch, ids: list[str]) -> frozenset[str]:
-        found: set[str] = set()
-        for start in range(0, len(ids), READ_BATCH):
-            chunk = tuple(ids[start : start + READ_BATCH])
-            query = plain_query(watch.scope, conditions=(Condition(ID_COLUMN, "in", chunk),))
-            rows, _ = await self._reads.page(watch.projection, tenant, query, len(chunk))
-            found.update(str(row["id"]) for row in rows)
-        return frozenset(found)
+    ) -> Visible:
+        watches = (watch for subscription in streams for watch in subscription.watches)
+        return await visible_ids(self._reads, tenant, watches, changes)
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -313,9 +269,7 @@ class Hub:
             self._on_streams(self.open_streams)
 
 
-def _shows(
-    watch: Watch, change: Change, visible: dict[tuple[object, ...], frozenset[str] | None]
-) -> bool:
+def _shows(watch: Watch, change: Change, visible: Visible) -> bool:
     if watch.entity != change.entity:
         return False
     ids = visible.get(watch.key, frozenset())
@@ -325,7 +279,7 @@ def _shows(
 def _messages(
     watches: tuple[Watch, ...],
     changes: list[Change],
-    visible: dict[tuple[object, ...], frozenset[str] | None],
+    visible: Visible,
 ) -> list[Message]:
     messages: list[Message] = []
     for change in changes:

@@ -87,17 +87,22 @@ async def test_a_reader_outside_the_row_scope_hears_nothing(host: Host) -> None:
     bob = host.client(actor="bob", roles=["requester"])
     async with (
         opened(host, changes_path(MINE), **headers(actor="bob", roles="requester")) as bobs,
+        opened(host, changes_path(MINE), **headers(actor="alice", roles="requester")) as alices,
         opened(host, changes_path(MINE), **headers(actor="ann", roles="agent")) as agents,
     ):
+        # alice and bob are two cohorts of one projection, asked in one statement.
         alices_ticket = await create(alice, "Alice's")
         bobs_ticket = await create(bob, "Bob's")
         (heard,) = await bobs.changes(1)
         assert heard.data["id"] == bobs_ticket["id"]
+        (heard,) = await alices.changes(1)
+        assert heard.data["id"] == alices_ticket["id"]
         assert [e.data["id"] for e in await agents.changes(2)] == [
             alices_ticket["id"],
             bobs_ticket["id"],
         ]
         assert [e for e in await bobs.quiet(0.3) if e.event == "change"] == []
+        assert [e for e in await alices.quiet(0.1) if e.event == "change"] == []
 
 
 @pytest.mark.parametrize(
