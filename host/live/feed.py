@@ -54,6 +54,10 @@ class AuditFeed:
             f"SELECT xact, seq FROM {table} WHERE tenant_id = {mark[0]} AND xact < {mark[1]} "
             "ORDER BY xact DESC, seq DESC LIMIT 1"
         )
+        self._settles = dialect.oldest_open_transaction is not None
+        self._unsettled_sql = (
+            f"SELECT 1 FROM {table} WHERE tenant_id = {mark[0]} AND xact >= {mark[1]} LIMIT 1"
+        )
         self._exists_sql = (
             f"SELECT 1 FROM {table} WHERE tenant_id = {mark[0]} AND xact = {mark[1]} "
             f"AND seq = {mark[2]}"
@@ -75,6 +79,13 @@ class AuditFeed:
         """The position of the tenant's last final record (:data:`ORIGIN` if none)."""
         rows = await self._storage.rows(self._tail_sql, (tenant, horizon))
         return Position(int(rows[0][0]), int(rows[0][1])) if rows else ORIGIN
+
+    async def unsettled(self, tenant: str, horizon: int) -> bool:
+        """Whether the tenant has committed records not yet below ``horizon`` (another
+        transaction that began before theirs is still open): they become final soon."""
+        if not self._settles:
+            return False
+        return bool(await self._storage.rows(self._unsettled_sql, (tenant, horizon)))
 
     async def holds(self, tenant: str, position: Position) -> bool:
         """Whether ``position`` is one of the tenant's records (or :data:`ORIGIN`)."""

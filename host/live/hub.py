@@ -114,6 +114,7 @@ class Hub:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.closing = False
+        self._soon = False
 
     # -- streams ---------------------------------------------------------------------------
 
@@ -191,13 +192,16 @@ class Hub:
             if self._draining():
                 self.close("shutdown")
                 return
+            self._soon = False
             if self._streams:
                 try:
                     await self.poll()
                 except Exception:
                     logger.exception("live changes: reading the audit log failed; retrying")
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._poll_s)
+                await asyncio.wait_for(
+                    self._wake.wait(), self._gap() if self._soon else self._poll_s
+                )
                 await asyncio.sleep(self._gap())
             self._wake.clear()
 
@@ -227,6 +231,8 @@ class Hub:
                         break
                 if tenant in self._streams:  # its last stream may have left meanwhile
                     self._cursors[tenant] = cursor
+                if await self._feed.unsettled(tenant, horizon):
+                    self._soon = True  # read again after the gap, not the poll interval
             return count
 
     async def _fan_out(self, tenant: str, changes: list[Change]) -> None:

@@ -55,7 +55,7 @@ async def stream(
             if backlog is None or backlog.reset is not None:
                 reason = "invalid" if backlog is None else backlog.reset
                 yield event("reset", subscription.position, {"reason": reason})
-            else:
+            elif backlog.messages:
                 yield _sent(backlog.messages, on_sent)
         told = subscription.position
         while True:
