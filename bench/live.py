@@ -1,7 +1,7 @@
 """Live changes: open streams on one worker while actions run (docs/live.md).
 
     python bench/live.py [--backend sqlite|postgresql] [--streams 1000] [--seconds 10]
-                         [--clients 4] [--probes 20] [--scoped]
+                         [--clients 4] [--probes 20] [--scoped OWNERS]
 
 One Hypercorn worker (``host.asgi:app``, ``--workers 1``) on a fresh database; the load runs
 in this process over raw keep-alive sockets. In one run:
@@ -9,8 +9,9 @@ in this process over raw keep-alive sockets. In one run:
 1. ``--clients`` concurrent clients create tickets for ``--seconds`` with no stream open:
    actions per second (before);
 2. ``--streams`` streams are opened (``GET /api/changes?projection=helpdesk.ticket.queue``,
-   all of tenant t1: every stream hears every change, the widest fan-out; ``--scoped``:
-   ``helpdesk.ticket.mine`` as requesters r0..r9, each hearing a tenth): the worker's RSS
+   all of tenant t1: every stream hears every change, the widest fan-out; ``--scoped N``:
+   ``helpdesk.ticket.mine`` as requesters r0..r(N-1), stream n as r(n mod N), while the
+   action clients create as r0..r9: a stream hears its own tickets only): the worker's RSS
    before and after, per stream;
 3. the same load with the streams open: actions per second, and for the ``--probes``
    streams read in full, the time from each create's request (upper bound) and from its
@@ -101,11 +102,11 @@ class Stream:
     bytes: int = 0
 
 
-async def open_stream(port: int, number: int, probe: bool, scoped: bool) -> Stream:
+async def open_stream(port: int, number: int, probe: bool, scoped: int) -> Stream:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     if scoped:
         path = "/api/changes?projection=helpdesk.ticket.mine"
-        headers = {"X-Actor-Id": f"r{number % 10}", "X-Actor-Roles": "requester"}
+        headers = {"X-Actor-Id": f"r{number % scoped}", "X-Actor-Roles": "requester"}
     else:
         path = "/api/changes?projection=helpdesk.ticket.queue"
         headers = {}
@@ -177,7 +178,7 @@ async def bench(server: Server, args: argparse.Namespace) -> None:
     await asyncio.sleep(1.0)
     after, _ = await run_load(port, args.seconds, args.clients)
     baseline = (before + after) / 2
-    kind = "scoped" if args.scoped else "all hear all"
+    kind = f"scoped, {args.scoped} owners" if args.scoped else "all hear all"
     print(
         f"backend {args.backend}, {args.streams} streams ({kind}), "
         f"{args.clients} action clients, {args.seconds:g} s per phase, 1 worker"
@@ -214,7 +215,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--probes", type=int, default=20)
-    parser.add_argument("--scoped", action="store_true")
+    parser.add_argument(
+        "--scoped",
+        type=int,
+        default=0,
+        metavar="OWNERS",
+        help="watch helpdesk.ticket.mine as requesters r0..r(OWNERS-1) (0: the queue)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         workdir = Path(directory)

@@ -51,10 +51,16 @@ class Subscription:
     """The last record this stream has passed (sent, or not for it)."""
     pending: deque[tuple[list[Message], Position]] = field(default_factory=deque)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    passed: Position = ORIGIN
+    """The last record of a batch with nothing for this stream (taken into
+    :attr:`position` by the next :meth:`take`)."""
     ended: str | None = None
     """Why the hub ended the stream (``None`` while open)."""
 
     def push(self, messages: list[Message], last: Position, limit: int) -> None:
+        if not messages:  # nothing for it: its position moves on without waking it
+            self.passed = max(self.passed, last)
+            return
         if len(self.pending) >= limit:
             self.end("behind")  # a client that does not read: it reloads when it comes back
             return
@@ -73,6 +79,7 @@ class Subscription:
             messages, last = self.pending.popleft()
             taken.extend(m for m in messages if m.change.position > self.position)
             self.position = max(self.position, last)
+        self.position = max(self.position, self.passed)
         self.ready.clear()
         return taken
 

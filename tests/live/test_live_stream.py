@@ -239,3 +239,19 @@ async def test_cors_allows_last_event_id_to_a_request_that_names_it(host: Host) 
         assert sent is not None
         assert sent["Access-Control-Allow-Headers"] == f"{allowed}, Last-Event-ID"
         assert sent["Cache-Control"] == "no-store"
+
+
+async def test_a_heartbeat_moves_the_id_past_records_not_for_the_reader(
+    tessera: TesseraHarness,
+) -> None:
+    host = await tessera.start(plugins=["helpdesk"], live_poll_s=0.05, live_heartbeat_s=0.2)
+    bob = headers(actor="bob", roles="requester")
+    async with opened(host, changes_path(MINE), **bob) as stream:
+        await create(host.client(actor="alice", roles=["requester"]))
+        events = await stream.quiet(1.0)
+        assert [e for e in events if e.event == "change"] == []
+        moved = [e.id for e in events if e.is_heartbeat and e.id is not None]
+        assert moved, events
+    async with opened(host, changes_path(MINE), **bob, **{"Last-Event-ID": moved[-1]}) as stream:
+        events = await stream.quiet(0.5)  # resumed past alice's ticket: no reset, no change
+        assert events and all(e.is_heartbeat for e in events)
