@@ -71,7 +71,13 @@ async def actor(port: int, load: Load, until: float, requester: str) -> None:
         while time.perf_counter() < until:
             started = time.perf_counter()
             writer.write(request(port, "POST", CREATE, headers, body))
-            status, answer = await read_json(reader)
+            try:
+                status, answer = await read_json(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                # Hypercorn closes a keep-alive connection after 1,000 requests: reconnect.
+                writer.close()
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                continue
             answered = time.perf_counter()
             if status != 200:
                 raise RuntimeError(f"action answered {status}: {answer}")

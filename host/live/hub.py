@@ -294,6 +294,8 @@ def _messages(
     changes: list[Change],
     visible: Visible,
 ) -> list[Message]:
+    if all(visible.get(watch.key, frozenset()) == frozenset() for watch in watches):
+        return []  # not one row for these watches (a per-user scope that heard nothing)
     messages: list[Message] = []
     for change in changes:
         shown = tuple(w.projection.fqn for w in watches if _shows(w, change, visible))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from host.graph.model import CompiledProjection
 from host.query.conditions import Condition
@@ -16,15 +16,11 @@ class Watch:
 
     projection: CompiledProjection
     scope: tuple[Condition, ...]
+    key: tuple[object, ...] = field(init=False, compare=False)
+    """Streams with equal keys see the same rows (one cohort)."""
+    entity: str = field(init=False, compare=False)
 
-    @property
-    def key(self) -> tuple[object, ...]:
-        """Streams with equal keys see the same rows (one cohort)."""
-        return (
-            self.projection.fqn,
-            tuple((c.column.name, c.operator, c.values) for c in self.scope),
-        )
-
-    @property
-    def entity(self) -> str:
-        return self.projection.entity.fqn
+    def __post_init__(self) -> None:
+        conditions = tuple((c.column.name, c.operator, c.values) for c in self.scope)
+        object.__setattr__(self, "key", (self.projection.fqn, conditions))
+        object.__setattr__(self, "entity", self.projection.entity.fqn)
