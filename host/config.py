@@ -418,6 +418,36 @@ class Settings:
         "Comma-separated roles that may call the audit verify and export routes.",
     )
 
+    live_max_streams: int = _setting(
+        1000,
+        _parse_positive_int,
+        "Live change streams (GET {prefix}/changes) one worker keeps open; past it a new "
+        "stream is refused with 503 ServiceUnavailable (docs/live.md).",
+    )
+    live_poll_s: float = _setting(
+        0.25,
+        _parse_positive_float,
+        "Seconds between two reads of the audit log by a worker's live hub (one read for "
+        "all its streams; a commit in the same worker, or a NOTIFY, reads at once).",
+    )
+    live_heartbeat_s: float = _setting(
+        15.0,
+        _parse_positive_float,
+        "Seconds of silence after which a live stream sends a heartbeat comment.",
+    )
+    live_resume_max: int = _setting(
+        10_000,
+        _parse_positive_int,
+        "Audit records a stream resuming with Last-Event-ID may have missed; past it the "
+        "stream gets a 'reset' message (reload everything) instead of the backlog.",
+    )
+    live_notify: bool = _setting(
+        False,
+        _parse_bool,
+        "PostgreSQL: NOTIFY other processes after each action's commit and LISTEN for "
+        "theirs, so their live streams hear of changes at once rather than at the next poll.",
+    )
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read every ``TESSERA_*`` variable; a malformed value raises ``ValueError``

@@ -104,6 +104,26 @@ class Metrics:
             multiprocess_mode="livesum",
         )
 
+        self.live_streams = prom.Gauge(
+            "tessera_live_streams",
+            "Open live change streams (GET /changes), summed over live workers.",
+            multiprocess_mode="livesum",
+        )
+        self.live_messages = prom.Counter(
+            "tessera_live_messages_total", "Change messages sent on live streams."
+        )
+        self.live_lag = prom.Histogram(
+            "tessera_live_lag_seconds",
+            "Time from a change's write to its message on a live stream.",
+            buckets=LATENCY_BUCKETS,
+        )
+
+    def live_sent(self, count: int, lags: list[float]) -> None:
+        """Count messages sent on a live stream, with their lags in seconds."""
+        self.live_messages.inc(count)
+        for lag in lags:
+            self.live_lag.observe(lag)
+
     def action_label(self, fqn: str) -> str:
         return fqn if fqn in self._actions else "unknown"
 
@@ -116,6 +136,8 @@ class Metrics:
             return rest[1:], ""
         if rest.startswith("/projections/"):
             return "projections", ""
+        if rest == "/changes":
+            return "changes", ""
         if rest.startswith("/actions/"):
             return "actions", self.action_label(rest[len("/actions/") :])
         return "other", ""

@@ -27,6 +27,7 @@ from host.http.dryrun import dry_run_requested
 from host.http.envelope import JSON, error_body, error_bytes
 from host.http.history import AS_OF, item_as_of, register_history
 from host.http.lists import list_response
+from host.http.live import register_live
 from host.http.media import require_json
 from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
@@ -246,6 +247,8 @@ def create_app(
 
     register_history(app, prefix, templates, gate, service, identity)
     register_audit(app, prefix, settings, service, identity)
+    draining = Draining()
+    committed = register_live(app, prefix, settings, service, gate, metrics, draining, identity)
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:
@@ -295,11 +298,14 @@ def create_app(
             return json_response(rehearsal.body())
         if key is None or not idempotency.keyed(actor, settings.anonymous_shared):
             outputs = await runtime.run(action, actor, subject_id, inputs)
+            committed()  # docs/live.md: after the commit, never inside the transaction
             return json_response({"ok": True, "outputs": outputs})
         print_ = idempotency.fingerprint(fqn, body)
         answer, replayed = await idempotency.run_once(
             running.idempotency, runtime, action, actor, subject_id, inputs, key, print_
         )
+        if not replayed:
+            committed()
         response = Response(answer, status=200, content_type=JSON)
         if replayed:
             response.headers["Idempotent-Replayed"] = "true"
@@ -361,7 +367,7 @@ def create_app(
         app.asgi_app,  # type: ignore[arg-type]
         access_log=settings.access_log,
         token_mode=settings.auth_mode == "token",
-        draining=Draining(),
+        draining=draining,
     )
     if metrics is None:
         app.asgi_app = middleware  # type: ignore[assignment,method-assign]

@@ -74,21 +74,32 @@ def _has_body(scope: Scope) -> bool:
     return False
 
 
+_OPTIONAL_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"idempotency-key", b"Idempotency-Key"),
+    (b"last-event-id", b"Last-Event-ID"),
+)
+"""Headers allowed only to a request that sends one (or whose preflight names it):
+``Idempotency-Key`` (actions) and ``Last-Event-ID`` (live streams, docs/live.md)."""
+
+
 def _cors_headers(scope: Scope, *, token_mode: bool = False) -> tuple[tuple[bytes, bytes], ...]:
-    """The spec's CORS headers; ``Idempotency-Key`` joins the allowed headers when the
-    request carries one, or its preflight names it in ``Access-Control-Request-Headers``;
-    in token mode ``Authorization`` always does."""
-    allowed = CORS_HEADERS[2][1]
-    for key, value in scope.get("headers", ()):
-        if key == b"idempotency-key" or (
-            key == b"access-control-request-headers" and b"idempotency-key" in value.lower()
-        ):
-            allowed = ALLOW_HEADERS_WITH_KEY
-            break
+    """The spec's CORS headers; ``Idempotency-Key`` or ``Last-Event-ID`` joins the allowed
+    headers when the request carries it, or its preflight names it in
+    ``Access-Control-Request-Headers``; in token mode ``Authorization`` always does."""
+    headers = scope.get("headers", ())
+    extra = [
+        name
+        for lower, name in _OPTIONAL_HEADERS
+        if any(
+            key == lower or (key == b"access-control-request-headers" and lower in value.lower())
+            for key, value in headers
+        )
+    ]
     if token_mode:
-        allowed += b", Authorization"
-    if allowed is CORS_HEADERS[2][1]:
+        extra.append(b"Authorization")
+    if not extra:
         return CORS_HEADERS
+    allowed = b", ".join((dict(CORS_HEADERS)[b"access-control-allow-headers"], *extra))
     allow = (b"access-control-allow-headers", allowed)
     return tuple(allow if name == allow[0] else (name, v) for name, v in CORS_HEADERS)
 

@@ -1,5 +1,6 @@
-"""Record history in token mode: the history route, ``asOf`` and the audit routes resolve the
-reader from the bearer token like every route; identity headers alone get 401."""
+"""Record history and live changes in token mode: the history route, ``asOf``, the audit routes
+and the live stream resolve the reader from the bearer token like every route; identity
+headers alone get 401."""
 
 from __future__ import annotations
 
@@ -46,3 +47,14 @@ async def test_history_and_audit_routes_use_the_token(
         assert refused.status == 401, (path, refused.json)
     verified = await client.request("GET", "/_audit/verify", headers=bearer)
     assert verified.status == 200, verified.json
+
+
+async def test_live_changes_resolve_the_reader_from_the_token(token_host: Host) -> None:
+    """The live stream's identity is the token's: identity headers alone are refused before
+    any stream opens."""
+    spoofed = {"X-Tenant-ID": "t1", "X-Actor-Id": "alice", "X-Actor-Roles": "agent"}
+    refused = await token_host.client(tenant=None).request(
+        "GET", "/changes?projection=helpdesk.ticket.queue", headers=spoofed
+    )
+    assert refused.status == 401, refused.json
+    assert refused.json["error"]["kind"] == "Unauthenticated"
