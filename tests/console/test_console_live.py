@@ -12,6 +12,7 @@ from ..live.conftest import open_stream
 from .conftest import CONSOLE, Console
 
 AGENT = {"X-Tenant-ID": "t1", "X-Actor-Id": "alice", "X-Actor-Roles": "agent,requester"}
+VIEWER = {"X-Tenant-ID": "t1", "X-Actor-Id": "x", "X-Actor-Roles": "viewer"}
 QUEUE = "helpdesk.ticket.queue"
 DETAIL = "helpdesk.ticket.detail"
 CREATE = "helpdesk.ticket.create"
@@ -90,6 +91,7 @@ async def test_the_console_stream_refuses_as_the_api_does(console_host: Host) ->
     for head, projection, status, kind in [
         ({}, QUEUE, 400, "Missing required header X-Tenant-ID"),
         (AGENT, "helpdesk.nope", 404, "helpdesk.nope"),
+        (VIEWER, "helpdesk.ticket.mine", 403, "helpdesk.ticket.mine"),
     ]:
         api = await client.get(f"/api/changes?projection={projection}", headers=head)
         page = await client.get(f"{CONSOLE}/changes?projection={projection}", headers=head)
