@@ -133,6 +133,29 @@ def test_a_stale_update_says_someone_else_changed_it(
     assert "Alice's title" in second.locator("dl.item").inner_text()
 
 
+def test_a_change_by_someone_else_shows_a_reload_notice(
+    browser: Any, server: Server, tenant: str
+) -> None:
+    watcher = _page(browser, server, tenant, "alice", "agent")
+    ticket = _create(watcher, server, "Watched ticket")
+    other = _page(browser, server, tenant, "bob", "agent")
+    detail = f"{server.base_url}/-/console/p/{DETAIL}/{ticket}"
+    other.goto(detail)
+    watcher.goto(detail)
+    watcher.wait_for_selector('#live[data-live="open"]', state="attached")
+    assert watcher.locator("#live").inner_text() == ""
+    other.get_by_role("button", name=f"Start {ticket}").click()
+    other.wait_for_url(re.compile(r".*done=Start"))
+    notice = watcher.get_by_role("status").filter(has_text="changed by someone else")
+    notice.wait_for()
+    assert notice.inner_text() == "This record was changed by someone else — reload"
+    assert "Open" in watcher.locator("dl.item .badge").inner_text()  # not reloaded by itself
+    with watcher.expect_navigation():
+        notice.get_by_role("link", name="reload").click()
+    assert "In progress" in watcher.locator("dl.item .badge").inner_text()
+    assert watcher.locator("#live").inner_text() == ""
+
+
 def test_a_role_that_may_not_act_and_a_second_tenant(
     browser: Any, server: Server, tenant: str
 ) -> None:

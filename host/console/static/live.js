@@ -22,6 +22,9 @@
     box.appendChild(reload);
   }
 
+  source.addEventListener("open", function () {
+    box.setAttribute("data-live", "open"); // listening: the stream is registered
+  });
   source.addEventListener("change", function (event) {
     var change = JSON.parse(event.data);
     if (!subject || change.id === subject) {
