@@ -84,6 +84,13 @@ def _create(page: Any, server: Server, title: str, priority: str = "normal") -> 
     return str(page.url.rsplit("/", 1)[1].split("?")[0])
 
 
+def _two_agents(browser: Any, server: Server, tenant: str, title: str) -> tuple[Any, Any, str]:
+    """alice's page (she created a ticket titled ``title``), bob's page, and the ticket."""
+    first = _page(browser, server, tenant, "alice", "agent")
+    ticket = _create(first, server, title)
+    return first, _page(browser, server, tenant, "bob", "agent"), ticket
+
+
 def test_create_filter_page_and_transition(browser: Any, server: Server, tenant: str) -> None:
     page = _page(browser, server, tenant, "alice", "agent,requester")
     _shot(page, "home")
@@ -116,9 +123,7 @@ def test_create_filter_page_and_transition(browser: Any, server: Server, tenant:
 def test_a_stale_update_says_someone_else_changed_it(
     browser: Any, server: Server, tenant: str
 ) -> None:
-    first = _page(browser, server, tenant, "alice", "agent")
-    ticket = _create(first, server, "Shared ticket")
-    second = _page(browser, server, tenant, "bob", "agent")
+    first, second, ticket = _two_agents(browser, server, tenant, "Shared ticket")
     for page in (first, second):
         page.goto(f"{server.base_url}/-/console/p/{DETAIL}/{ticket}")
     first.locator("#in-title").fill("Alice's title")
@@ -136,9 +141,7 @@ def test_a_stale_update_says_someone_else_changed_it(
 def test_a_change_by_someone_else_shows_a_reload_notice(
     browser: Any, server: Server, tenant: str
 ) -> None:
-    watcher = _page(browser, server, tenant, "alice", "agent")
-    ticket = _create(watcher, server, "Watched ticket")
-    other = _page(browser, server, tenant, "bob", "agent")
+    watcher, other, ticket = _two_agents(browser, server, tenant, "Watched ticket")
     detail = f"{server.base_url}/-/console/p/{DETAIL}/{ticket}"
     other.goto(detail)
     watcher.goto(detail)
