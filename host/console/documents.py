@@ -1,7 +1,8 @@
 """The console's only source of data: the API's own answers, asked in process.
 
-:class:`Answers` holds the functions behind ``GET {prefix}/projections/{fqn}`` and
-``POST {prefix}/actions/{fqn}`` (the same code the routes run) and the OpenAPI document;
+:class:`Answers` holds the functions behind ``GET {prefix}/projections/{fqn}``,
+``POST {prefix}/actions/{fqn}`` and ``GET {prefix}/changes`` (the same code the routes run)
+and the OpenAPI document;
 every page is drawn from the ViewSchema document these answer at :data:`SCHEMA`."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ SCHEMA = SCHEMA_1_3
 ProjectionAnswer = Callable[[str, MultiDict[str, str], Headers], Awaitable[Response]]
 ActionAnswer = Callable[[str, bytes, Headers], Awaitable[Response]]
 ActorOf = Callable[[Headers], Awaitable[Actor]]
+ChangesAnswer = Callable[[MultiDict[str, str], Headers], Awaitable[Response]]
 Document = dict[str, Any]
 
 
@@ -37,6 +39,8 @@ class Answers(NamedTuple):
     openapi: bytes
     actor: ActorOf
     """The API's own identity resolution (header or token mode) of a request's headers."""
+    changes: ChangesAnswer
+    """The live stream of ``GET {prefix}/changes`` (docs/live.md)."""
 
 
 async def _body(response: Response) -> Any:

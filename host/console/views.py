@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from quart import Blueprint, Response, redirect, render_template, request
-from werkzeug.datastructures import MultiDict
+from werkzeug.datastructures import Headers, MultiDict
 from werkzeug.sansio.response import Response as BaseResponse
 
 from host.config import Settings
@@ -44,6 +44,8 @@ __all__ = ["console_blueprint"]
 
 DEFAULT_PAGE_SIZE = 25
 LIST_KEYS = ("sort", "q", "pageSize")
+PROJECTION = "projection"
+"""The parameter of the changes stream: the projection a page shows."""
 
 
 def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
@@ -92,8 +94,8 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
         response.headers["Cache-Control"] = "no-store"
         response.headers["X-Frame-Options"] = "DENY"
         response.headers["Content-Security-Policy"] = (
-            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
-            "frame-ancestors 'none'; base-uri 'none'"
+            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; "
+            "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         )
         if fresh:
             _set_cookie(response, signer.dump(current))
@@ -138,6 +140,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             size = min(DEFAULT_PAGE_SIZE, probe["data"]["pagination"]["maxPageSize"])
             params.append(("pageSize", str(size)))
         params += filter_params(args, probe["filters"])
+        params.append(("count", "true"))  # docs/lists-search.md: bounded, exact or a floor
         cursor = args.get("cursor")
         if cursor:
             params.append(("cursor", cursor))
@@ -186,6 +189,16 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             here=request.full_path,
             done=request.args.get("done"),
         )
+
+    @pages.get("/changes")
+    async def changes() -> Response:
+        """The API's live stream (docs/live.md) with the console's identity: an
+        ``EventSource`` sends the cookie but no identity headers (static/live.js)."""
+        headers = Headers(catalogue().headers)
+        for resume in request.headers.getlist("Last-Event-ID"):  # EventSource reconnecting
+            headers.add("Last-Event-ID", resume)
+        args = MultiDict([(PROJECTION, fqn) for fqn in request.args.getlist(PROJECTION)])
+        return await answers.changes(args, headers)
 
     @pages.get("/new/<fqn>/<action>")
     async def create_form(fqn: str, action: str) -> Response:

@@ -248,7 +248,8 @@ def create_app(
     register_history(app, prefix, templates, gate, service, identity)
     register_audit(app, prefix, settings, service, identity)
     draining = Draining()
-    committed = register_live(app, prefix, settings, service, gate, metrics, draining, identity)
+    live = register_live(app, prefix, settings, service, gate, metrics, draining, identity)
+    committed = live.committed
 
     @app.post(f"{prefix}/actions/<fqn>")
     async def action(fqn: str) -> Response:
@@ -315,7 +316,9 @@ def create_app(
         mount_console(
             app,
             settings,
-            Answers(projection_answer, console_action, openapi_document, identity.actor),
+            Answers(
+                projection_answer, console_action, openapi_document, identity.actor, live.answer
+            ),
         )
 
     @app.errorhandler(TesseraError)

@@ -5,10 +5,11 @@ streams."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Awaitable, Callable
+from typing import Final, NamedTuple
 
 from quart import Quart, Response, request
+from werkzeug.datastructures import Headers, MultiDict
 
 from host.auth import Identity
 from host.config import Settings
@@ -22,11 +23,23 @@ from host.runtime.access import ReadGate
 from host.service import Service
 from plugin_api.errors import BadRequest, ProjectionNotFound, ServiceUnavailable
 
-__all__ = ["MAX_PROJECTIONS", "register_live"]
+__all__ = ["MAX_PROJECTIONS", "ChangesAnswer", "Live", "register_live"]
 
 MAX_PROJECTIONS: Final = 20
 """The most projections one stream may watch."""
 PARAMETER: Final = "projection"
+
+ChangesAnswer = Callable[[MultiDict[str, str], Headers], Awaitable[Response]]
+
+
+class Live(NamedTuple):
+    """What :func:`register_live` gives the rest of the app."""
+
+    committed: Callable[[], None]
+    """Called by the action route after each commit (wakes the hub, NOTIFYs)."""
+    answer: ChangesAnswer
+    """The answer of ``GET {prefix}/changes`` for these arguments and headers (the console
+    calls it in process with its identity headers)."""
 
 
 def register_live(
@@ -38,9 +51,8 @@ def register_live(
     metrics: Metrics | None,
     draining: Draining,
     identity: Identity,
-) -> Callable[[], None]:
-    """Add the route and the worker's hub (started with the service, stopped before it);
-    returns what the action route calls after each commit (wakes the hub, NOTIFYs)."""
+) -> Live:
+    """Add the route and the worker's hub (started with the service, stopped before it)."""
     state: dict[str, Hub] = {}
     notifier = Notifier(settings)
 
@@ -70,10 +82,12 @@ def register_live(
 
     @app.get(f"{prefix}/changes")
     async def changes() -> Response:
-        headers = request.headers
+        return await changes_answer(request.args, request.headers)
+
+    async def changes_answer(args: MultiDict[str, str], headers: Headers) -> Response:
         actor = await identity.actor(headers)  # header or token mode, as on every route
         tenant = actor.tenant_id
-        names = request.args.getlist(PARAMETER)
+        names = args.getlist(PARAMETER)
         if not names:
             raise BadRequest(f"Parameter {PARAMETER!r} is required (a projection to watch)")
         if len(names) > MAX_PROJECTIONS:
@@ -116,4 +130,4 @@ def register_live(
             hub.wake()
         notifier.notify()
 
-    return committed
+    return Live(committed, changes_answer)

@@ -84,6 +84,13 @@ def _create(page: Any, server: Server, title: str, priority: str = "normal") -> 
     return str(page.url.rsplit("/", 1)[1].split("?")[0])
 
 
+def _two_agents(browser: Any, server: Server, tenant: str, title: str) -> tuple[Any, Any, str]:
+    """alice's page (she created a ticket titled ``title``), bob's page, and the ticket."""
+    first = _page(browser, server, tenant, "alice", "agent")
+    ticket = _create(first, server, title)
+    return first, _page(browser, server, tenant, "bob", "agent"), ticket
+
+
 def test_create_filter_page_and_transition(browser: Any, server: Server, tenant: str) -> None:
     page = _page(browser, server, tenant, "alice", "agent,requester")
     _shot(page, "home")
@@ -116,9 +123,7 @@ def test_create_filter_page_and_transition(browser: Any, server: Server, tenant:
 def test_a_stale_update_says_someone_else_changed_it(
     browser: Any, server: Server, tenant: str
 ) -> None:
-    first = _page(browser, server, tenant, "alice", "agent")
-    ticket = _create(first, server, "Shared ticket")
-    second = _page(browser, server, tenant, "bob", "agent")
+    first, second, ticket = _two_agents(browser, server, tenant, "Shared ticket")
     for page in (first, second):
         page.goto(f"{server.base_url}/-/console/p/{DETAIL}/{ticket}")
     first.locator("#in-title").fill("Alice's title")
@@ -131,6 +136,27 @@ def test_a_stale_update_says_someone_else_changed_it(
     _shot(second, "conflict")
     second.get_by_role("link", name=f"Reload {ticket}").click()
     assert "Alice's title" in second.locator("dl.item").inner_text()
+
+
+def test_a_change_by_someone_else_shows_a_reload_notice(
+    browser: Any, server: Server, tenant: str
+) -> None:
+    watcher, other, ticket = _two_agents(browser, server, tenant, "Watched ticket")
+    detail = f"{server.base_url}/-/console/p/{DETAIL}/{ticket}"
+    other.goto(detail)
+    watcher.goto(detail)
+    watcher.wait_for_selector('#live[data-live="open"]', state="attached")
+    assert watcher.locator("#live").inner_text() == ""
+    other.get_by_role("button", name=f"Start {ticket}").click()
+    other.wait_for_url(re.compile(r".*done=Start"))
+    notice = watcher.get_by_role("status").filter(has_text="changed by someone else")
+    notice.wait_for()
+    assert notice.inner_text() == "This record was changed by someone else — reload"
+    assert "Open" in watcher.locator("dl.item .badge").inner_text()  # not reloaded by itself
+    with watcher.expect_navigation():
+        notice.get_by_role("link", name="reload").click()
+    assert "In progress" in watcher.locator("dl.item .badge").inner_text()
+    assert watcher.locator("#live").inner_text() == ""
 
 
 def test_a_role_that_may_not_act_and_a_second_tenant(

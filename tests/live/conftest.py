@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +88,19 @@ class LiveStream:
             except asyncio.TimeoutError:
                 break
         return found
+
+
+@contextlib.asynccontextmanager
+async def open_stream(client: Any, path: str, head: Mapping[str, str]) -> AsyncIterator[LiveStream]:
+    """A stream asked by ``client`` (a Quart test client), its first chunk (the retry hint)
+    read: the stream is registered."""
+    async with client.request(path, headers=dict(head)) as connection:
+        await connection.send_complete()
+        stream = LiveStream(connection)
+        first = await stream.next_events()
+        assert connection.status_code == 200, first
+        yield stream
+        await connection.disconnect()
 
 
 TICKET = "helpdesk.ticket"

@@ -15,7 +15,17 @@ import pytest
 
 from plugin_api.testing import Client, Host, TesseraHarness
 
-from .conftest import DETAIL, MINE, QUEUE, TICKET, Event, LiveStream, changes_path, headers
+from .conftest import (
+    DETAIL,
+    MINE,
+    QUEUE,
+    TICKET,
+    Event,
+    LiveStream,
+    changes_path,
+    headers,
+    open_stream,
+)
 
 
 @pytest.fixture
@@ -26,14 +36,8 @@ async def host(tessera: TesseraHarness) -> Host:
 @contextlib.asynccontextmanager
 async def opened(host: Host, path: str, **head: str) -> AsyncIterator[LiveStream]:
     """A stream, with its first chunk (the retry hint) read: the stream is registered."""
-    client = host.app.test_client()
-    async with client.request(path, headers=head) as connection:
-        await connection.send_complete()
-        stream = LiveStream(connection)
-        first = await stream.next_events()
-        assert connection.status_code == 200, first
+    async with open_stream(host.app.test_client(), path, head) as stream:
         yield stream
-        await connection.disconnect()
 
 
 async def create(client: Client, title: str = "Printer") -> dict[str, Any]:
