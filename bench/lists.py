@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import dataclasses
 import http.client
 import json
@@ -217,10 +216,21 @@ def walk(client: Client, tenant: str, query: dict[str, str], pages: int) -> tupl
     return page, cursor
 
 
-def keyset(cursor: str) -> list[Any]:
-    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-    values: list[Any] = json.loads(raw[:-16])
-    return values
+def cursor_key(url: str) -> bytes:
+    """The database's cursor key (cursors are sealed: only the host's key opens them)."""
+    from host.config import Settings
+    from host.storage import Storage
+    from host.storage.secrets import shared_secret
+
+    async def read() -> bytes:
+        storage = Storage(Settings(database_url=url, access_log=False))
+        await storage.connect()
+        try:
+            return await shared_secret(storage, "cursor")
+        finally:
+            await storage.disconnect()
+
+    return asyncio.run(read())
 
 
 def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) -> str:
@@ -240,13 +250,13 @@ def explain(url: str, tenant: str, query: dict[str, str], cursor: str | None) ->
     projection = graph.projections[QUEUE]
     read = ProjectionList(projection, projection.entity.table_name)
     spec = list_spec(projection)
-    args = MultiDict({k: v for k, v in query.items() if k != "cursor"})
-    parsed = parse_list_query(args, spec, "1.0.0", tenant, CursorCodec(b"x"))
+    args = MultiDict({**query, **({"cursor": cursor} if cursor else {})})
+    parsed = parse_list_query(args, spec, "1.0.0", tenant, CursorCodec(cursor_key(url)))
     assert parsed is not None and parsed.page_size is not None
     if parsed.count or getattr(parsed, "facets", ()):
         return "(counts: see the host's count statements)"
     dialect = dialect_named("sqlite" if url.startswith("sqlite") else "postgresql")
-    after = keyset(cursor) if cursor else None
+    after = parsed.after  # the keyset the host decoded from the cursor (None: page 1)
     sql, params = select_list(
         dialect,
         read.table,
