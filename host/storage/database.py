@@ -6,7 +6,8 @@ Design (each point answers a behaviour of the libraries measured before it was w
   unit of work in ``BEGIN IMMEDIATE`` so the write lock is taken up front (a deferred ``BEGIN``
   fails at once with "database is locked" on the read -> write upgrade under concurrency).
   Across processes the busy timeout serialises writers. WAL mode lets a small pool of
-  long-lived reader connections serve projections while a write is in progress. Holding
+  long-lived reader connections serve projections while a write is in progress, handed out
+  first come, first served (:mod:`host.storage.pool`). Holding
   connections open also removes the per-request connect cost of ``databases``' SQLite backend.
 * PostgreSQL: the ``databases``/asyncpg pool, one pooled connection per unit of work, READ
   COMMITTED; lost races are caught by the guarded ``UPDATE ... RETURNING`` of the runtime.
@@ -39,6 +40,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 from host.config import Settings
 from host.logs import request_id_var
 from host.storage.dialects import POSTGRESQL, SQLITE, Dialect
+from host.storage.pool import FairPool
 from host.storage.schema import Schema
 from host.storage.sql import Sql
 from host.storage.tx import Closing, Row, StatementFailed, Tx, is_transient, matches_nothing
@@ -321,7 +323,7 @@ class SQLiteStorage(Storage):
         super().__init__(settings)
         self._write_lock = asyncio.Lock()
         self._writer: Connection | None = None
-        self._readers: asyncio.Queue[Connection] = asyncio.Queue()
+        self._readers: FairPool[Connection] = FairPool()
         self._reader_list: list[Connection] = []
 
     def _open_database(self, settings: Settings) -> Database:
@@ -333,7 +335,7 @@ class SQLiteStorage(Storage):
         for _ in range(SQLITE_READERS):
             reader = await self._open(writer=False)
             self._reader_list.append(reader)
-            self._readers.put_nowait(reader)
+            self._readers.release(reader)
 
     async def _close_connections(self) -> None:
         for conn in [*self._reader_list, *([self._writer] if self._writer else [])]:
@@ -387,12 +389,12 @@ class SQLiteStorage(Storage):
     async def _reader(self) -> AsyncIterator[Connection]:
         """A reader connection, checked to be outside any transaction, given back on every
         exit. Callers run inside :meth:`_detached`."""
-        conn = await self._readers.get()
+        conn = await self._readers.acquire()
         try:
             await self._ensure_idle(conn, "reader")
             yield conn
         finally:
-            self._readers.put_nowait(conn)
+            self._readers.release(conn)
 
     async def _ensure_idle(self, conn: Connection, role: str) -> None:
         """Roll back a transaction left open on ``conn`` (none should ever be)."""
@@ -410,7 +412,7 @@ class SQLiteStorage(Storage):
             return await Tx(conn, sqlite=True).rows(sql, args)
 
     def connections_in_use(self) -> int:
-        return int(self._write_lock.locked()) + len(self._reader_list) - self._readers.qsize()
+        return int(self._write_lock.locked()) + len(self._reader_list) - self._readers.idle()
 
     def _file_problem(self) -> str | None:
         # An open connection keeps reading a file that was moved or deleted.
