@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -69,6 +70,15 @@ def error_response(error: TesseraError) -> Response:
     return Response(error_bytes(error), status=error.status, content_type=JSON)
 
 
+async def _freeze_startup_objects() -> None:
+    """What exists once a worker has started lives as long as the worker: frozen, the cyclic
+    garbage collector no longer walks it on each full collection, which took ~100 ms of CPU
+    on a started worker and held every request in flight (docs/benchmarks.md, "Read latency
+    tail"). Undone when the app stops (``gc.unfreeze``), so that a process that starts
+    another app (the tests) can collect this one. Both are constant-time list moves."""
+    gc.freeze()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -123,6 +133,7 @@ def create_app(
 
     @app.after_serving
     async def stop_service() -> None:
+        gc.unfreeze()  # a process that starts another app (tests) collects this one's objects
         await identity.aclose()
         running = state.pop("service", None)
         if running is not None:
@@ -366,6 +377,7 @@ def create_app(
         logger.error("unhandled error (request id %s)", request_id, exc_info=error)
         return error_response(InternalError(f"Internal error (request id {request_id})"))
 
+    app.before_serving(_freeze_startup_objects)  # last: after the service and the live hub
     middleware = CorsMiddleware(
         app.asgi_app,  # type: ignore[arg-type]
         access_log=settings.access_log,

@@ -39,3 +39,33 @@ def test_bench_smoke_produces_every_scenario(tmp_path: Path) -> None:
     assert result["compile"] and result["compile"][0]["compile_median_s"] > 0
     assert result["parity"] and all(p["identical"] for p in result["parity"]), result["parity"]
     assert "| sqlite | 1 | create |" in done.stdout
+
+
+@pytest.mark.slow
+def test_read_tail_bench_compares_two_trees_in_one_run() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "readtail.py"),
+            "--before",
+            "HEAD",
+            "--rounds",
+            "1",
+            "--duration",
+            "2",
+            "--warmup",
+            "0.5",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    rows = [
+        line
+        for line in done.stdout.splitlines()
+        if line.startswith("| detail") or line.startswith("| list100")
+    ]
+    assert len(rows) == 4, done.stdout
+    assert all(row.rstrip(" |").endswith("| 0") for row in rows), done.stdout
