@@ -197,8 +197,10 @@ def projection_parameters(projection: CompiledProjection) -> list[dict[str, Any]
         parameters.append(
             _query(
                 "facet",
-                "List renders (repeatable): adds `data.facets.<field>` = `{exact, values: "
-                "[{value, count}]}`, the matching rows per value, bounded as `count`.",
+                "List renders (repeatable): adds `data.facets.<facet>` = `{exact, values: "
+                "[{value, count}]}`, the matching rows per value (`<field>`) or per UTC year, "
+                "month or day (`<datetime field>.year|month|day`, each value the bucket's "
+                "first instant), bounded as `count`.",
                 {"type": "string", "enum": list(spec.facetable)},
             )
         )
@@ -316,7 +318,7 @@ _COUNT: Final[Schema] = {
 }
 _FACET: Final[Schema] = {
     "type": "object",
-    "description": "Only with facet=<field>: matching rows per value, null last.",
+    "description": "Only with facet=<facet>: matching rows per value or date bucket, null last.",
     "properties": {
         "exact": {"type": "boolean"},
         "values": {

@@ -16,7 +16,7 @@ from typing import Final, Protocol
 from host.query.conditions import Condition, fold, from_text
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.folding import search_fold
-from host.query.spec import Column, ListSpec, SortKey
+from host.query.spec import Facet, ListSpec, SortKey
 from plugin_api.errors import BadRequest
 
 __all__ = [
@@ -75,8 +75,9 @@ class ListQuery:
     """The FQNs of the actions a 1.1.0 document offers (``None``: every declared action)."""
     count: bool = False
     """``count=true``: the document says how many rows match."""
-    facets: tuple[Column, ...] = ()
-    """``facet=<field>``: the document counts the matching rows per value of each."""
+    facets: tuple[Facet, ...] = ()
+    """``facet=<field>`` (``<field>.<bucket>``): the document counts the matching rows per
+    value (per bucket) of each."""
     export: str | None = None
     """``format=csv|ndjson``: every matching row as a file instead of a document."""
     text_index: bool = True
@@ -223,22 +224,22 @@ def _count(text: str | None) -> bool:
     raise BadRequest(f"Parameter 'count' must be 'true' or 'false', got {text[:20]!r}")
 
 
-def _facets(names: list[str], spec: ListSpec) -> tuple[Column, ...]:
+def _facets(names: list[str], spec: ListSpec) -> tuple[Facet, ...]:
     facetable = spec.facetable
-    chosen: list[Column] = []
+    chosen: dict[str, Facet] = {}
     for name in names:
-        column = facetable.get(name)
-        if column is None:
+        facet = facetable.get(name)
+        if facet is None:
             allowed = ", ".join(facetable) or "none (the projection filters no enum, boolean "
-            allowed += "" if facetable else "or reference field with eq)"
+            allowed += "" if facetable else "or reference field with eq, and no datetime field)"
             raise BadRequest(
                 f"Parameter 'facet': {name!r} is not a facet of projection {spec.fqn!r}; "
                 f"facets: {allowed}"
             )
-        if column in chosen:
+        if name in chosen:
             raise BadRequest(f"Parameter 'facet' names {name!r} twice")
-        chosen.append(column)
-    return tuple(chosen)
+        chosen[name] = facet
+    return tuple(chosen.values())
 
 
 def _export(text: str | None, page: bool) -> str | None:

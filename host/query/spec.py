@@ -42,8 +42,27 @@ class Column:
 FACET_TYPES: Final = frozenset({FieldType.ENUM, FieldType.BOOLEAN, FieldType.REFERENCE})
 """The field types a list can count rows by value of (``facet``)."""
 
+DATE_BUCKETS: Final = {"year": 4, "month": 7, "day": 10}
+"""The buckets a list can count rows of a datetime field by (``facet=<field>.<bucket>``, UTC),
+each with the length of the prefix of the canonical datetime text that names it."""
+
 ID_COLUMN: Final = Column(name="id", type=IDENTITY, field=IDENTITY.stand_in("id"), nullable=False)
 """The system field ``id``, the final key of every sort."""
+
+
+@dataclass(frozen=True, slots=True)
+class Facet:
+    """What ``facet=`` counts rows by: the values of a column, or the buckets (``year``,
+    ``month``, ``day``) of a datetime column."""
+
+    column: Column
+    bucket: str | None = None
+
+    @property
+    def name(self) -> str:
+        """As written in the ``facet`` parameter and keyed in ``data.facets``: ``state``,
+        ``created_at.month``."""
+        return self.column.name if self.bucket is None else f"{self.column.name}.{self.bucket}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,16 +103,20 @@ class ListSpec:
     """Declared composite indexes."""
 
     @property
-    def facetable(self) -> Mapping[str, Column]:
-        """The fields ``facet`` may name: filters with ``eq`` on an enum, boolean or
-        reference field (few values, each a filter a client can apply next)."""
-        return {
-            name: declared.column
-            for name, declared in self.filters.items()
-            if "eq" in declared.operators
-            and name not in SYSTEM
-            and declared.column.field.type in FACET_TYPES
-        }
+    def facetable(self) -> Mapping[str, Facet]:
+        """What ``facet`` may name: filters with ``eq`` on an enum, boolean or reference field
+        (few values, each a filter a client can apply next), and the year, month and day
+        buckets of every filtered datetime field (each a ``gte``/``lt`` range)."""
+        facets: dict[str, Facet] = {}
+        for name, declared in self.filters.items():
+            field_type = declared.column.field.type
+            if field_type is FieldType.DATETIME:
+                for bucket in DATE_BUCKETS:
+                    facet = Facet(declared.column, bucket)
+                    facets[facet.name] = facet
+            elif "eq" in declared.operators and name not in SYSTEM and field_type in FACET_TYPES:
+                facets[name] = Facet(declared.column)
+        return facets
 
     @property
     def fqn(self) -> str:

@@ -21,7 +21,7 @@ from host.fieldtypes import REFERENCE, Ordering
 from host.query.conditions import Condition
 from host.query.cursor import KeysetValue
 from host.query.params import ListQuery
-from host.query.spec import Column, SortKey
+from host.query.spec import DATE_BUCKETS, Column, Facet, SortKey
 from host.storage.dialects import Dialect
 from host.storage.search import indexed_source, search_condition
 
@@ -200,20 +200,28 @@ def count_list(
     *,
     search: Sequence[Column],
     tenant: str,
-    facet: Column | None,
+    facet: Facet | None,
     limit: int,
 ) -> tuple[str, list[object]]:
     """The statement counting the rows matching ``query`` (sort and cursor aside), reading at
     most ``limit`` of them: one row (the count) without ``facet``, else one row per value of
-    the ``facet`` column (value, count); and its parameters."""
+    the ``facet`` column, or per bucket (the prefix of the canonical datetime text that names
+    it), as (value, count); and its parameters."""
     params = _Params(dialect)
     source = _source(table, query, search, params) or dialect.quote(table)
     where = " AND ".join(_matching(table, query, search, tenant, params))
-    picked = "1 AS v" if facet is None else f"{dialect.quote(facet.name)} AS v"
+    picked = "1 AS v" if facet is None else f"{_facet_value(dialect, facet)} AS v"
     bounded = f"SELECT {picked} FROM {source} WHERE {where} LIMIT {params.mark(limit)}"
     if facet is None:
         return f"SELECT count(*) FROM ({bounded}) AS bounded", params.values
     return f"SELECT v, count(*) FROM ({bounded}) AS bounded GROUP BY v", params.values
+
+
+def _facet_value(dialect: Dialect, facet: Facet) -> str:
+    column = dialect.quote(facet.column.name)
+    if facet.bucket is None:
+        return column
+    return f"substr({column}, 1, {DATE_BUCKETS[facet.bucket]})"
 
 
 @lru_cache(maxsize=1024)

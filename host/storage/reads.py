@@ -12,7 +12,7 @@ chunk its own statement, so no connection or transaction is held while the clien
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +20,7 @@ from host.graph.model import CompiledProjection, Graph
 from host.query.conditions import Condition
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.params import ListQuery, plain_query
-from host.query.spec import ID_COLUMN, Column, ListSpec, list_spec
+from host.query.spec import ID_COLUMN, Column, Facet, ListSpec, list_spec
 from host.storage.database import Storage
 from host.storage.listsql import count_list, select_list
 from host.storage.rows import RowRenderer, field_renderer
@@ -161,15 +161,18 @@ class ProjectionReads:
             answer["count"] = tally(int(rows[0][0]) if rows else 0, limit)
         if query.facets:
             facets: dict[str, Any] = {}
-            for column in query.facets:
-                rows = await self._count(read, query, tenant, column, limit)
-                render = read.render.renderers.get(column.name) or field_renderer(
-                    projection.entity, column.name
+            for facet in query.facets:
+                rows = await self._count(read, query, tenant, facet, limit)
+                render: Callable[[Any], Any] = (
+                    _bucket_start
+                    if facet.bucket is not None
+                    else read.render.renderers.get(facet.column.name)
+                    or field_renderer(projection.entity, facet.column.name)
                 )
                 values = [(render(value), int(n)) for value, n in rows]
                 total = sum(n for _, n in values)
-                values.sort(key=_facet_order(column))
-                facets[column.name] = {
+                values.sort(key=_facet_order(facet.column))
+                facets[facet.name] = {
                     "exact": total <= limit,
                     "values": [{"value": v, "count": n} for v, n in values],
                 }
@@ -181,7 +184,7 @@ class ProjectionReads:
         read: ProjectionList,
         query: ListQuery,
         tenant: str,
-        facet: Column | None,
+        facet: Facet | None,
         limit: int,
     ) -> Sequence[Sequence[Any]]:
         sql, params = count_list(
@@ -243,6 +246,14 @@ class ProjectionReads:
             if len(rows) <= chunk_size:
                 return
             after = self._keyset(read, query, rows[chunk_size - 1])
+
+
+def _bucket_start(prefix: str | None) -> str | None:
+    """The first instant of a date bucket named by a prefix of the canonical datetime text
+    (``2030``, ``2030-01``, ``2030-01-31``), as RFC 3339 UTC."""
+    if prefix is None:
+        return None
+    return f"{prefix}{'-01-01'[len(prefix) - 4 :]}T00:00:00Z"
 
 
 def _facet_order(column: Column) -> Any:

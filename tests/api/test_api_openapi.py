@@ -196,7 +196,10 @@ def test_view_schema_list_and_detail(document: dict[str, Any]) -> None:
     # The queue's list declarations (sample-plugins): sort, q and one parameter per operator.
     assert {"sort", "q", "filter.state", "filter.state.in", "filter.priority.in"} <= set(names)
     facet = next(p for p in view["parameters"] if p.get("name") == "facet")
-    assert facet["schema"]["enum"] == ["state", "priority"]
+    buckets = [
+        f"{field}.{b}" for field in ("due_at", "created_at") for b in ("year", "month", "day")
+    ]
+    assert facet["schema"]["enum"] == ["state", "priority", *buckets]
     assert {"count", "format"} <= set(names)
     assert {"text/csv", "application/x-ndjson"} <= set(view["responses"]["200"]["content"])
     page_size = next(p for p in view["parameters"] if p.get("name") == "pageSize")

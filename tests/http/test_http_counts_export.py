@@ -106,6 +106,59 @@ async def test_count_and_facets_follow_filters_and_search(lab: Host) -> None:
     ]
 
 
+async def test_datetime_facets_count_rows_per_utc_year_month_and_day(lab: Host) -> None:
+    client = lab.client(tenant="t1")
+    dues = [
+        "2030-01-01T10:00:00Z",
+        "2030-01-31T23:59:59.999999Z",
+        "2030-02-01T01:30:00+02:00",  # 2030-01-31T23:30Z: January in UTC
+        "2030-02-01T00:00:00Z",
+        "2031-06-15T12:00:00Z",
+        None,
+    ]
+    for n, due in enumerate(dues):
+        result = await client.action(f"{THING}.create", inputs={"name": f"n{n}", "due": due})
+        assert result.status == 200, result.json
+    await lab.client(tenant="t2").action(
+        f"{THING}.create", inputs={"name": "other", "due": "2030-01-05T00:00:00Z"}
+    )
+    facets = [("facet", f"due.{bucket}") for bucket in ("year", "month", "day")]
+    result = await client.projection(LIST, query=[*facets, ("facet", "created_at.year")])
+    assert result.status == 200, result.json
+    got = result.json["data"]["facets"]
+    assert got["due.year"] == {
+        "exact": True,
+        "values": [
+            {"value": "2030-01-01T00:00:00Z", "count": 4},
+            {"value": "2031-01-01T00:00:00Z", "count": 1},
+            {"value": None, "count": 1},
+        ],
+    }
+    assert got["due.month"]["values"] == [
+        {"value": "2030-01-01T00:00:00Z", "count": 3},
+        {"value": "2030-02-01T00:00:00Z", "count": 1},
+        {"value": "2031-06-01T00:00:00Z", "count": 1},
+        {"value": None, "count": 1},
+    ]
+    assert got["due.day"]["values"] == [
+        {"value": "2030-01-01T00:00:00Z", "count": 1},
+        {"value": "2030-01-31T00:00:00Z", "count": 2},
+        {"value": "2030-02-01T00:00:00Z", "count": 1},
+        {"value": "2031-06-15T00:00:00Z", "count": 1},
+        {"value": None, "count": 1},
+    ]
+    [this_year] = got["created_at.year"]["values"]
+    assert this_year["count"] == 6 and this_year["value"].endswith("-01-01T00:00:00Z")
+    # A bucket is a range a client applies next: the filters narrow the counts.
+    january = {"filter.due.gte": "2030-01-01T00:00:00Z", "filter.due.lt": "2030-02-01T00:00:00Z"}
+    narrowed = await client.projection(LIST, query={**january, "facet": "due.day"})
+    assert narrowed.json["data"]["facets"]["due.day"]["values"] == [
+        {"value": "2030-01-01T00:00:00Z", "count": 1},
+        {"value": "2030-01-31T00:00:00Z", "count": 2},
+    ]
+    assert len(narrowed.items) == 3
+
+
 async def test_a_streamed_list_carries_its_counts(lab: Host) -> None:
     client = lab.client(tenant="t1")
     await _fill(client)
@@ -135,6 +188,9 @@ async def test_counts_beyond_the_limit_are_marked(tessera: TesseraHarness) -> No
     [
         ({"count": "yes"}, "count"),
         ({"facet": "name"}, "facet"),
+        ({"facet": "due"}, "due.month"),  # a datetime facet names its bucket
+        ({"facet": "due.week"}, "facet"),
+        ({"facet": "name.year"}, "facet"),
         ([("facet", "level"), ("facet", "level")], "facet"),
         ({"format": "xml"}, "format"),
         ({"format": "csv", "pageSize": "2"}, "format"),
