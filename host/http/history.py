@@ -22,9 +22,9 @@ from host.auth import Identity
 from host.graph.model import CompiledProjection
 from host.http.envelope import JSON
 from host.http.viewschema import ViewSchemaTemplate
-from host.query.conditions import Condition
+from host.query.conditions import Clause
 from host.runtime import Actor
-from host.runtime.access import ReadGate, guarded
+from host.runtime.access import ReadGate, needs_gate
 from host.runtime.history import history_item, parse_as_of, row_as_of
 from host.service import Service
 from host.storage import Storage
@@ -88,8 +88,8 @@ async def _visible_row(
     """The projection's row ``subject`` if ``actor`` may see it."""
     compiled = template.projection
     reads = service.reads
-    scope: tuple[Condition, ...] = ()
-    if guarded(compiled):  # the projection route's own checks (the entity's floor too)
+    scope: tuple[Clause, ...] = ()
+    if needs_gate(compiled):  # the projection route's checks (the entity's floor too)
         scope = await gate.conditions(compiled, actor, reads.spec(compiled.fqn), subject)
     return await reads.one(compiled, actor.tenant_id, subject, scope)
 
