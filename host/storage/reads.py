@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from host.graph.model import CompiledProjection, Graph
 from host.query.conditions import Clause, Condition
@@ -28,15 +28,19 @@ from host.storage.schema import Schema
 from host.storage.search import frequency_probe, is_frequent
 
 __all__ = [
+    "DISPLAY_KEY",
     "ListRead",
     "ProjectionList",
     "ProjectionReads",
     "Rows",
+    "displays",
     "projection_columns",
     "tally",
 ]
 
 Rows = list[dict[str, Any]]
+DISPLAY_KEY: Final = "_display"
+"""The key of a row's display texts at ViewSchema 1.4.0 (reference field -> text)."""
 
 
 def projection_columns(projection: CompiledProjection) -> tuple[str, ...]:
@@ -106,7 +110,7 @@ class ProjectionList:
         if self.displays and at_least(version, SCHEMA_1_4):
             at = {ref: self.positions[name] for ref, name in self.displays.items()}
             for item, row in zip(items, rows, strict=True):
-                item["_display"] = {ref: row[i] for ref, i in at.items()}
+                item[DISPLAY_KEY] = {ref: row[i] for ref, i in at.items()}
         return items
 
 
