@@ -189,8 +189,19 @@ def _sort(text: str, spec: ListSpec) -> tuple[SortKey, ...]:
     return tuple(keys)
 
 
+def _split(rest: str, spec: ListSpec) -> tuple[str, str, str]:
+    """``field.op`` -> (field, ".", op); a declared field may hold a dot itself (a followed
+    field, ``project.key`` and ``project.key.in``)."""
+    if rest in spec.filters:
+        return rest, "", ""
+    head, dot, operator = rest.rpartition(".")
+    if dot and head in spec.filters:
+        return head, dot, operator
+    return rest.partition(".")
+
+
 def _condition(parameter: str, text: str, spec: ListSpec) -> Condition:
-    name, dot, operator = parameter[len(FILTER_PREFIX) :].partition(".")
+    name, dot, operator = _split(parameter[len(FILTER_PREFIX) :], spec)
     if dot and not operator:
         raise BadRequest(
             f"Parameter {parameter!r}: the operator after {name!r} is empty; "
