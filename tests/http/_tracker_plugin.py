@@ -13,9 +13,11 @@ from collections.abc import Mapping, Sequence
 
 from plugin_api import (
     Action,
+    ActionContext,
     AnyOf,
     Condition,
     CreateAction,
+    EffectHandler,
     Entity,
     Field,
     FieldType,
@@ -57,6 +59,11 @@ def reported_or_owned(context: ReadContext) -> ReadPolicyResult:
     )
 
 
+async def find_followed(ctx: ActionContext) -> None:
+    """The data API names an entity's own fields: a followed one is refused."""
+    await ctx.data.find(ISSUE, Condition(field="project.key", value="CORE"))
+
+
 class TrackerPlugin:
     @hookimpl
     def tessera_entities(self) -> Sequence[Entity]:
@@ -93,11 +100,21 @@ class TrackerPlugin:
                 inputs=("key", "name", "owner", "secret"),
             ),
             CreateAction(
+                fqn="trk.project.probe",
+                entity=PROJECT,
+                inputs=("key", "name", "owner", "secret"),
+                effect="trk.find_followed",
+            ),
+            CreateAction(
                 fqn="trk.issue.create",
                 entity=ISSUE,
                 inputs=("title", "project", "reporter", "assignee"),
             ),
         )
+
+    @hookimpl
+    def tessera_effects(self) -> Mapping[str, EffectHandler]:
+        return {"trk.find_followed": find_followed}
 
     @hookimpl
     def tessera_read_policies(self) -> Mapping[str, ReadPolicyHandler]:

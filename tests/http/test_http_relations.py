@@ -348,6 +348,15 @@ async def test_read_policy_any_of_through_a_reference(tessera: TesseraHarness) -
         assert {i["id"] for i in got.items} == expected, (actor, roles)
 
 
+async def test_the_data_api_does_not_follow_references(tessera: TesseraHarness) -> None:
+    host = await start(tessera)
+    lead = host.client(**LEAD)
+    inputs = {"key": "X", "name": "X", "owner": "olga", "secret": False}
+    refused = await lead.action("trk.project.probe", inputs=inputs)
+    assert refused.status == 500 and refused.error_kind == "EffectFailed", refused.json
+    assert (await lead.projection("trk.project.list")).items == []  # rolled back
+
+
 class _Broken:
     def __init__(self, entity: Entity, projection: Projection) -> None:
         self.entity, self.projection = entity, projection
