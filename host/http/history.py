@@ -29,6 +29,7 @@ from host.runtime.history import history_item, parse_as_of, row_as_of
 from host.service import Service
 from host.storage import Storage
 from host.storage.auditlog import AuditEntry, AuditLog
+from host.storage.reads import DISPLAY_KEY
 from plugin_api.errors import BadRequest, NotFound, PolicyDenied, ProjectionNotFound
 
 __all__ = ["AS_OF", "item_as_of", "register_history"]
@@ -127,7 +128,20 @@ async def item_as_of(
     if item is None:
         return None
     records = _records(audit_log(service), tenant, projection, str(item["id"]))
-    return await row_as_of(item, records, target)
+    return _followed_as_of(item, await row_as_of(item, records, target))
+
+
+def _followed_as_of(current: Mapping[str, Any], past: dict[str, Any]) -> dict[str, Any]:
+    """Followed fields (``project.key``) and display texts are the referenced rows' values
+    now; where the reference itself was another then, they are null (never another row's)."""
+    moved = {name for name, value in past.items() if "." not in name and current[name] != value}
+    for name in past:
+        if "." in name and name.partition(".")[0] in moved:
+            past[name] = None
+    texts = past.get(DISPLAY_KEY)
+    if isinstance(texts, dict):
+        past[DISPLAY_KEY] = {ref: None if ref in moved else text for ref, text in texts.items()}
+    return past
 
 
 def register_history(

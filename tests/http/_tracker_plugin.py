@@ -29,6 +29,7 @@ from plugin_api import (
     ReadPolicyHandler,
     ReadPolicyResult,
     RowScope,
+    UpdateAction,
     hookimpl,
 )
 
@@ -110,6 +111,7 @@ class TrackerPlugin:
                 entity=ISSUE,
                 inputs=("title", "project", "reporter", "assignee"),
             ),
+            UpdateAction(fqn="trk.issue.move", entity=ISSUE, patchable=("project",)),
         )
 
     @hookimpl
@@ -135,6 +137,7 @@ class TrackerPlugin:
                     ),
                     sortable=("project.key", "title"),
                     default_sort=("project.key",),
+                    search=("title",),
                 ),
             ),
             Projection(

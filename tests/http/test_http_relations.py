@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -153,6 +154,12 @@ async def test_board_shows_filters_and_sorts_by_the_projects_key(
     assert some.json["data"]["count"] == {"value": len(wanted), "exact": True}
     named = await lead.projection(BOARD, query={"filter.project.name.contains": "MOBILE"})
     assert {i["id"] for i in named.items} == {i["id"] for i in issues if i["key"] == "APP"}
+    # A search (on SQLite its text index drives the read) joins the same way.
+    for text in ("sync", "s"):
+        found = await pages(lead, BOARD, {"pageSize": "1", "q": text, "filter.project.key": "APP"})
+        wanted = [i for i in issues if text in i["title"] and i["key"] == "APP"]
+        assert sorted(i["id"] for i in found) == sorted(i["id"] for i in wanted)
+        assert {i["project.key"] for i in found} == {"APP"}
     # The export reads the same rows with the same followed values.
     exported = await lead.projection(BOARD, query={"format": "ndjson", "sort": "project.key"})
     lines = [json.loads(line) for line in exported.body.decode().splitlines()]
@@ -200,6 +207,28 @@ async def test_display_texts_and_descriptors_at_1_4_0(tessera: TesseraHarness) -
     hidden = await guest.projection(BOARD, subject=issue["id"], query={"acceptSchemaVersions": V14})
     item = hidden.json["data"]["item"]
     assert item["project"] == issue["project"]  # the issue's own column stays readable
+    assert item["project.key"] is None and item["project.name"] is None
+    assert item["_display"] == {"project": None}
+
+
+async def test_as_of_a_version_with_another_reference_reads_null_through_it(
+    tessera: TesseraHarness,
+) -> None:
+    host = await start(tessera)
+    seeded = await seed(host)
+    lead = host.client(tenant="t1", **LEAD)
+    issue = seeded["t1"]["issues"][0]  # a CORE issue
+    before = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    app = seeded["t1"]["projects"]["APP"]["id"]
+    moved = await lead.action("trk.issue.move", subject=issue["id"], inputs={"project": app})
+    assert moved.status == 200, moved.json
+    query = {"acceptSchemaVersions": V14}
+    now = (await lead.projection(BOARD, subject=issue["id"], query=query)).item
+    assert now is not None and now["project.key"] == "APP" and now["_display"] == {"project": "APP"}
+    past = await lead.projection(BOARD, subject=issue["id"], query={**query, "asOf": before})
+    item = past.json["data"]["item"]
+    # The reference as it was, and nothing of the project it points at now.
+    assert item["project"] == issue["project"]
     assert item["project.key"] is None and item["project.name"] is None
     assert item["_display"] == {"project": None}
 
