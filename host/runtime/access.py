@@ -11,6 +11,7 @@ parameters; nothing of a policy's result is ever SQL text.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Final
@@ -53,6 +54,8 @@ def offered_actions(projection: CompiledProjection, actor: Actor) -> frozenset[s
         if not action.definition.roles or not actor.roles.isdisjoint(action.definition.roles)
     )
 
+
+logger = logging.getLogger("tessera.access")
 
 NOBODY: Final = ListCondition(ID_COLUMN, "eq", ("",))
 """The row scope of an anonymous reader: no row (no id is empty)."""
@@ -182,7 +185,10 @@ class ReadGate:
         followed = replace(context, subject=None, followed=via)
         try:
             clauses = await self._apply(access, target.fqn, actor, followed, _own_columns(target))
-        except (PolicyDenied, InternalError):
+        except PolicyDenied:
+            return Floor(via, denied=True)
+        except InternalError as error:  # a floor that cannot apply through a reference
+            logger.warning("read floor of %s through %r: %s", target.fqn, via, error.message)
             return Floor(via, denied=True)
         return Floor(via, tuple(c for c in clauses if not isinstance(c, Floor)))
 
