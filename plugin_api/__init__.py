@@ -16,7 +16,7 @@ from plugin_api.access import (
     RowCondition,
     RowScope,
 )
-from plugin_api.conditions import OPERATORS, Condition, Operator
+from plugin_api.conditions import OPERATORS, AnyOf, Condition, Operator
 from plugin_api.context import ActionContext, EffectHandler, PolicyHandler, QueryHandle
 from plugin_api.data import DataAccess, HistoryRecord, Row
 from plugin_api.definitions import (
@@ -96,6 +96,7 @@ __all__ = [
     "Action",
     "ActionContext",
     "ActorRequired",
+    "AnyOf",
     "AuditEmissionFailed",
     "BadRequest",
     "BatchPolicy",

@@ -35,7 +35,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["OPERATORS", "Condition", "Operator"]
+__all__ = ["OPERATORS", "AnyOf", "Condition", "Operator"]
 
 
 class Operator(str, enum.Enum):
@@ -66,7 +66,9 @@ class Condition:
     """``field <operator> value``: which rows match.
 
     :param field: a declared field of the entity, or the system field ``id``,
-        ``created_at`` or ``updated_at``.
+        ``created_at`` or ``updated_at``; in a read policy's condition (plugin API 1.8) also
+        a field of the row a reference points at, ``"project.owner"`` (null when the
+        reference is null or the reader may not read that row).
     :param operator: an :class:`Operator` (or its name) that fits the field's type.
     :param value: in the field's write shape (a datetime as RFC 3339 text, a reference as
         the row id, money as ``{"amount", "currency"}`` or its amount alone); a tuple (or
@@ -101,3 +103,23 @@ class Condition:
         """Deprecated: the operator's name (use :attr:`operator`)."""
         operator = self.operator
         return operator.value if isinstance(operator, Operator) else str(operator)
+
+    @staticmethod
+    def any_of(*conditions: Condition) -> AnyOf:
+        """Rows matching at least one of ``conditions`` (plugin API 1.8)."""
+        return AnyOf(conditions=conditions)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AnyOf:
+    """Rows matching at least one of ``conditions``: what a read policy returns to say "or"
+    (plugin API 1.8). ``Condition.any_of(a, b)`` is the same.
+
+    :param conditions: one or more :class:`Condition` (not another ``AnyOf``).
+    """
+
+    conditions: tuple[Condition, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.conditions, list):
+            object.__setattr__(self, "conditions", tuple(self.conditions))

@@ -211,13 +211,20 @@ class Entity:
     :param workflow: the entity's workflow, if any.
     :param access: the read floor of the entity (:class:`~plugin_api.access.ReadAccess`):
         every projection of the entity requires its roles, applies its row scope and its read
-        policies, in addition to the projection's own ``access``. ``None``: no floor.
+        policies, in addition to the projection's own ``access``. The floor also guards the
+        entity's rows read through a reference of another entity (``project.key``): a reader
+        it does not admit to a row reads null there. ``None``: no floor.
+    :param display: the declared ``string`` or ``enum`` field that names a row as text
+        (plugin API 1.8): a reference to the entity renders as this field's value in the
+        ViewSchema 1.4.0 (``_display``) and in the console. ``None``: references to it
+        render as the id.
     """
 
     fqn: str
     fields: tuple[Field, ...]
     workflow: Workflow | None = None
     access: ReadAccess | None = None
+    display: str | None = None
 
     def __post_init__(self) -> None:
         _as_tuples(self, "fields")
@@ -305,7 +312,10 @@ class Projection:
 
     :param fqn: dotted name, for example ``helpdesk.ticket.queue``.
     :param entity: FQN of the entity it shows.
-    :param fields: field names shown, in order; system fields are allowed.
+    :param fields: field names shown, in order; system fields are allowed, and (plugin API 1.8)
+        a *followed field* ``"<reference>.<field>"`` (``"project.key"``): the field of the
+        row a reference field of the entity points at, one hop, read-only, null when the
+        reference is null or the reader may not read that row (its entity's read floor).
     :param actions: FQNs of actions offered with the view, in order (same entity).
     :param listing: what a client may filter, sort and search in the list form, and its
         page sizes (:class:`plugin_api.listing.ListOptions`); ``None``: nothing but paging.

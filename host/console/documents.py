@@ -15,13 +15,13 @@ from quart import Response
 from werkzeug.datastructures import Headers, MultiDict
 
 from host import jsonio
-from host.query.params import SCHEMA_1_3
+from host.query.params import SCHEMA_1_4
 from host.runtime import Actor
 from plugin_api.errors import TesseraError
 
 __all__ = ["SCHEMA", "Answers", "Catalogue", "Readable"]
 
-SCHEMA = SCHEMA_1_3
+SCHEMA = SCHEMA_1_4
 """The newest ViewSchema version the host answers: the one the console renders."""
 
 ProjectionAnswer = Callable[[str, MultiDict[str, str], Headers], Awaitable[Response]]

@@ -5,23 +5,46 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from host.graph.checks import Say, check_roles, names_of
+from host.graph.checks import Say, check_roles, duplicates, names_of
+from host.graph.follow import follow
 from host.graph.model import CompiledEntity, CompiledProjection
 from plugin_api.access import ReadAccess, RowScope
-from plugin_api.definitions import FieldType
+from plugin_api.definitions import Field, FieldType
 
-__all__ = ["check_access", "read_floor_warnings"]
+__all__ = ["check_access", "read_floor_warnings", "scope_field"]
+
+
+def scope_field(entity: CompiledEntity, name: object) -> Field | None:
+    """The declared field a row scope (or a condition) names: a field of ``entity``, or a
+    field of the entity one of its references points at (``project.owner``)."""
+    if not isinstance(name, str):
+        return None
+    followed = follow(entity, name)
+    if followed is not None:
+        return followed[1].fields.get(followed[2])
+    return entity.fields.get(name)
 
 
 def _check_scope(scope: object, entity: CompiledEntity, say: Say) -> None:
     if not isinstance(scope, RowScope):
         say(f"access.scope must be a RowScope or None, got {type(scope).__name__}")
         return
-    field = entity.fields.get(scope.field) if isinstance(scope.field, str) else None
-    if field is None:
-        say(f"access.scope.field {scope.field!r} is not a declared field of {entity.fqn!r}")
-    elif field.type is not FieldType.STRING:
-        say(f"access.scope.field {scope.field!r} must be a string field (it holds actor ids)")
+    if scope.fields is not None and scope.field is not None:
+        say("access.scope gives both field and fields; give one")
+    names = scope.names if isinstance(scope.fields, (tuple, type(None))) else ()
+    if not names:
+        say("access.scope names no field (give field, or fields with one or more names)")
+    for name in names:
+        field = scope_field(entity, name)
+        if field is None:
+            say(
+                f"access.scope field {name!r} is not a declared field of {entity.fqn!r} nor a "
+                "field of an entity one of its references points at"
+            )
+        elif field.type is not FieldType.STRING:
+            say(f"access.scope field {name!r} must be a string field (it holds actor ids)")
+    for name in duplicates(names):
+        say(f"access.scope names {name!r} twice")
     check_roles(scope.exempt, say)
 
 

@@ -49,8 +49,10 @@ JSONObject = dict[str, object]
 
 
 _SCALARS: Final = (str, int, float, bool, type(None))
-_ADDED_LATER: Final = frozenset({"target"})
-"""Attributes added after v0.1, left out while ``None`` (``Field.target``)."""
+_ADDED_LATER: Final = frozenset({"target", "display", "fields"})
+"""Attributes added after v0.1, left out while ``None`` (``Field.target``,
+``Entity.display``, ``RowScope.fields``; ``Entity.fields`` and ``Projection.fields`` are never
+``None``)."""
 
 
 @functools.cache

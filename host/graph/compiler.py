@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from host.graph.access import check_access, read_floor_warnings
 from host.graph.canonical import canonical_form, graph_hash
@@ -26,6 +26,7 @@ from host.graph.checks import (
     names_of,
     table_name,
 )
+from host.graph.follow import FOLLOWABLE_SYSTEM, follow, is_followed
 from host.graph.listing import check_listing
 from host.graph.migration_checks import compile_migrations
 from host.graph.model import (
@@ -147,6 +148,7 @@ def _compile_entity(entity: Entity, plugin: PluginInfo, errors: _Errors) -> Comp
                 say(f"field {item.name!r} is declared twice")
             else:
                 fields[item.name] = item
+    _check_display(entity.display, fields, say)
     transitions = {}
     if isinstance(entity.workflow, Workflow):
         transitions = check_workflow(entity.workflow, fields, say)
@@ -161,18 +163,50 @@ def _compile_entity(entity: Entity, plugin: PluginInfo, errors: _Errors) -> Comp
     )
 
 
+_DISPLAY_TYPES: Final = frozenset({FieldType.STRING, FieldType.ENUM})
+"""The field types a display field may have: those whose value renders as text."""
+
+
+def _check_display(display: object, fields: Mapping[str, Field], say: Say) -> None:
+    if display is None:
+        return
+    field = fields.get(display) if isinstance(display, str) else None
+    if field is None:
+        say(f"display {display!r} is not a declared field of the entity")
+    elif field.type not in _DISPLAY_TYPES:
+        say(f"display field {display!r} must be a string or enum field (it renders as text)")
+
+
 def _check_references(entities: Mapping[str, CompiledEntity], errors: _Errors) -> None:
-    """Every reference field's target is an entity some installed plugin defines."""
+    """Every reference field's target is an entity some installed plugin defines; each
+    entity learns its targets (:attr:`CompiledEntity.targets`)."""
     for fqn, entity in entities.items():
         for item in entity.fields.values():
             target = item.target
-            if (
-                item.type is FieldType.REFERENCE
-                and isinstance(target, str)
-                and (target not in entities)
-            ):
+            if item.type is not FieldType.REFERENCE or not isinstance(target, str):
+                continue
+            if target in entities:
+                entity.targets[item.name] = entities[target]
+            else:
                 say = errors.about(entity.plugin, f"entity {fqn!r} field {item.name!r}")
                 say(f"references entity {target!r}, which no installed plugin defines")
+
+
+def _check_shown_field(entity: CompiledEntity, name: str, say: Say) -> None:
+    """A projection field: a field of the entity, a system field, or a followed field."""
+    if name in entity.fields or name in SYSTEM_FIELDS:
+        return
+    followed = follow(entity, name)
+    if followed is None:
+        if is_followed(name):
+            reference = name.partition(".")[0]
+            say(f"shows {name!r}, but {reference!r} is not a reference field of {entity.fqn!r}")
+        else:
+            say(f"shows {name!r}, which is not a field of entity {entity.fqn!r}")
+        return
+    _, target, field = followed
+    if field not in target.fields and field not in FOLLOWABLE_SYSTEM:
+        say(f"shows {name!r}, but {field!r} is not a field of entity {target.fqn!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,8 +325,7 @@ def _compile_projection(
     shown = names_of(projection.fields, "fields", say)
     if entity is not None:
         for name in shown:
-            if name not in entity.fields and name not in SYSTEM_FIELDS:
-                say(f"shows {name!r}, which is not a field of entity {entity.fqn!r}")
+            _check_shown_field(entity, name, say)
     for name in duplicates(shown):
         say(f"shows field {name!r} twice")
     offered = names_of(projection.actions, "actions", say)

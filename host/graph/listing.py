@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from host.fieldtypes import ValueType, of
 from host.graph.checks import Say, duplicates, names_of
+from host.graph.follow import follow, is_followed
 from host.graph.model import CompiledEntity
 from host.systemfields import SYSTEM
 from plugin_api.definitions import FieldType
@@ -21,7 +22,11 @@ __all__ = ["check_listing", "listed_type", "operator_names"]
 
 def listed_type(entity: CompiledEntity, name: str) -> ValueType | None:
     """The value type of column ``name`` of ``entity``; ``None`` when it cannot be filtered or
-    sorted on (its type has no operators: ``tenant_id``, ``_version``; unknown names)."""
+    sorted on (its type has no operators: ``tenant_id``, ``_version``; unknown names). A
+    followed name (``project.key``) has the type of the target's field."""
+    followed = follow(entity, name)
+    if followed is not None:
+        return listed_type(followed[1], followed[2]) if "." not in followed[2] else None
     system = SYSTEM.get(name)
     if system is not None:
         value_type = system.type
@@ -144,7 +149,9 @@ def check_listing(
     searched = names_of(listing.search, "listing.search", say)
     for name in searched:
         value_type = listed_type(entity, name)  # search is contains over each field
-        if value_type is None or "contains" not in value_type.operators:
+        if is_followed(name):
+            say(f"listing.search names {name!r}: a followed field cannot be searched")
+        elif value_type is None or "contains" not in value_type.operators:
             say(f"listing.search names {name!r}, which is not a string field of {entity.fqn!r}")
     _check_page_sizes(listing, say)
     if shown is not None:
@@ -160,5 +167,10 @@ def check_listing(
         if len(names) < 2 or duplicates(names) or "id" in names:
             say(f"listing.indexes entry {index!r} must name two or more distinct fields, not id")
         for name in names:
-            if name not in usable:
+            if is_followed(name):
+                say(
+                    f"listing.indexes entry {index!r}: {name!r} is a followed field (it has "
+                    "an index of its own on its entity's table)"
+                )
+            elif name not in usable:
                 say(f"listing.indexes entry {index!r}: {name!r} is not filterable or sortable")

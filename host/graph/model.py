@@ -37,6 +37,9 @@ class CompiledEntity:
     table_name: str
     transitions: Mapping[str, Transition]
     """Workflow transitions by name (empty without a workflow)."""
+    targets: dict[str, CompiledEntity] = field(default_factory=dict, compare=False, repr=False)
+    """Reference field name -> the entity it points at; filled by the compiler once every
+    entity is compiled (references may form cycles), never changed afterwards."""
 
     @property
     def fqn(self) -> str:

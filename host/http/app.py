@@ -34,7 +34,7 @@ from host.http.openapi import openapi_text
 from host.http.viewschema import ViewSchemaTemplate
 from host.logs import request_id_var
 from host.metrics import Metrics
-from host.query.conditions import Condition
+from host.query.conditions import Clause
 from host.query.params import (
     SCHEMA_1_1,
     SCHEMA_1_2,
@@ -44,7 +44,7 @@ from host.query.params import (
     plain_query,
 )
 from host.runtime import Actor, idempotency
-from host.runtime.access import ReadGate, guarded, offered_actions
+from host.runtime.access import ReadGate, guarded, needs_gate, offered_actions
 from host.service import Service
 from host.storage.plan import SchemaEvolutionError
 from plugin_api.errors import (
@@ -192,15 +192,17 @@ def create_app(
         reads = service().reads
         spec = reads.spec(fqn)
         subject = args.get("subject")
-        scope: tuple[Condition, ...] = ()
+        scope: tuple[Clause, ...] = ()
         offered: frozenset[str] | None = None
         version = negotiate(args.getlist("acceptSchemaVersions"))
         annotate = None
         availability_asked = at_least(version, SCHEMA_1_2)  # docs/http.md, "Availability"
-        if guarded(compiled) or availability_asked:
+        gated = needs_gate(compiled)
+        if gated or availability_asked:
             actor = await identity.actor(headers)
-            if guarded(compiled):  # docs/http.md, "Read access"
+            if gated:  # docs/http.md, "Read access" (and "Relations")
                 scope = await gate.conditions(compiled, actor, spec, subject)
+            if guarded(compiled):
                 offered = offered_actions(compiled, actor)
             if availability_asked:
                 availability = service().runtime.availability
@@ -214,7 +216,8 @@ def create_app(
                 parts = (reads, template, compiled, query, tenant, generated_at, chunk_rows)
                 count_limit = settings.list_count_limit
                 return await list_response(*parts, annotate=annotate, count_limit=count_limit)
-            listing = await reads.every_row(compiled, tenant, plain_query(scope), chunk_rows)
+            plain = plain_query(scope)
+            listing = await reads.every_row(compiled, tenant, plain, chunk_rows)
             if listing.rest is None:
                 return json_response(template.render_list(tenant, generated_at, listing.first))
             # A long list is streamed: memory stays bounded by one chunk of rows, and no
@@ -223,7 +226,7 @@ def create_app(
                 template.list_stream(tenant, generated_at, listing.first, listing.rest),
                 content_type=JSON,
             )
-        item = await reads.one(compiled, tenant, subject, scope)
+        item = await reads.one(compiled, tenant, subject, scope, version)
         as_of = args.get(AS_OF)
         if as_of is not None:  # docs/history.md, "As of"
             reader = await identity.actor(headers)

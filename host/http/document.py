@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from host import jsonio
-from host.http.viewschema import ViewSchemaTemplate, humanise
+from host.http.viewschema import ViewSchemaTemplate, column_descriptor, followed_keys
 from host.http.workflow import workflow_descriptor
-from host.query.params import SCHEMA_1_1, SCHEMA_1_3, ListQuery, at_least
+from host.query.params import SCHEMA_1_1, SCHEMA_1_3, SCHEMA_1_4, ListQuery, at_least
 from host.query.spec import ListSpec
 from host.systemfields import SYSTEM
 
@@ -28,7 +28,7 @@ def _filters(spec: ListSpec) -> list[dict[str, Any]]:
     for name, declared in spec.filters.items():
         field = declared.column.field
         system = name in SYSTEM
-        label = declared.label or (None if system else field.label) or humanise(name)
+        label = declared.label or column_descriptor(spec.projection.entity, name)["label"]
         descriptor: dict[str, Any] = {
             "field": name,
             "label": label,
@@ -65,6 +65,12 @@ def _upgrade(
         }
     if at_least(version, SCHEMA_1_3):
         document["workflow"] = workflow_descriptor(template.projection)
+    if at_least(version, SCHEMA_1_4):
+        entity = template.projection.entity
+        document["fields"] = [
+            {**descriptor, **followed_keys(entity, descriptor["name"])}
+            for descriptor in document["fields"]
+        ]
     document["data"] = data
     return document
 

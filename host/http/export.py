@@ -23,7 +23,8 @@ from typing import Any, Final
 from quart import Response
 
 from host import jsonio
-from host.graph.model import CompiledProjection
+from host.graph.follow import follow
+from host.graph.model import CompiledEntity, CompiledProjection
 from host.query.params import ListQuery
 from host.storage.reads import ListRead, ProjectionReads, Rows, projection_columns
 from plugin_api.definitions import FieldType
@@ -107,6 +108,14 @@ async def export_response(
     if query.export == "ndjson":
         return Response(_ndjson(listing), content_type=NDJSON, headers=headers)
     columns = projection_columns(projection)
-    fields = projection.entity.fields
-    cells = [csv_cell(fields[name].type if name in fields else None) for name in columns]
+    cells = [csv_cell(_field_type(projection.entity, name)) for name in columns]
     return Response(_csv(listing, columns, cells), content_type=CSV, headers=headers)
+
+
+def _field_type(entity: CompiledEntity, name: str) -> FieldType | None:
+    """The declared type of column ``name`` (a followed field's is its target's)."""
+    followed = follow(entity, name)
+    if followed is not None:
+        entity, name = followed[1], followed[2]
+    field = entity.fields.get(name)
+    return None if field is None else field.type

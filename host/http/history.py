@@ -22,13 +22,14 @@ from host.auth import Identity
 from host.graph.model import CompiledProjection
 from host.http.envelope import JSON
 from host.http.viewschema import ViewSchemaTemplate
-from host.query.conditions import Condition
+from host.query.conditions import Clause
 from host.runtime import Actor
-from host.runtime.access import ReadGate, guarded
+from host.runtime.access import ReadGate, needs_gate
 from host.runtime.history import history_item, parse_as_of, row_as_of
 from host.service import Service
 from host.storage import Storage
 from host.storage.auditlog import AuditEntry, AuditLog
+from host.storage.reads import DISPLAY_KEY
 from plugin_api.errors import BadRequest, NotFound, PolicyDenied, ProjectionNotFound
 
 __all__ = ["AS_OF", "item_as_of", "register_history"]
@@ -88,8 +89,8 @@ async def _visible_row(
     """The projection's row ``subject`` if ``actor`` may see it."""
     compiled = template.projection
     reads = service.reads
-    scope: tuple[Condition, ...] = ()
-    if guarded(compiled):  # the projection route's own checks (the entity's floor too)
+    scope: tuple[Clause, ...] = ()
+    if needs_gate(compiled):  # the projection route's checks (the entity's floor too)
         scope = await gate.conditions(compiled, actor, reads.spec(compiled.fqn), subject)
     return await reads.one(compiled, actor.tenant_id, subject, scope)
 
@@ -127,7 +128,20 @@ async def item_as_of(
     if item is None:
         return None
     records = _records(audit_log(service), tenant, projection, str(item["id"]))
-    return await row_as_of(item, records, target)
+    return _followed_as_of(item, await row_as_of(item, records, target))
+
+
+def _followed_as_of(current: Mapping[str, Any], past: dict[str, Any]) -> dict[str, Any]:
+    """Followed fields (``project.key``) and display texts are the referenced rows' values
+    now; where the reference itself was another then, they are null (never another row's)."""
+    moved = {name for name, value in past.items() if "." not in name and current[name] != value}
+    for name in past:
+        if "." in name and name.partition(".")[0] in moved:
+            past[name] = None
+    texts = past.get(DISPLAY_KEY)
+    if isinstance(texts, dict):
+        past[DISPLAY_KEY] = {ref: None if ref in moved else text for ref, text in texts.items()}
+    return past
 
 
 def register_history(

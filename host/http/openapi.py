@@ -25,7 +25,8 @@ from host.fieldtypes import (
     INT64_MIN,
     MONEY_TEXT_MAX_LENGTH,
 )
-from host.graph.model import CompiledAction, CompiledProjection, Graph
+from host.graph.follow import follow
+from host.graph.model import CompiledAction, CompiledEntity, CompiledProjection, Graph
 from host.http.cors import ALLOW_HEADERS_WITH_KEY, CORS_HEADERS, SECURITY_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
 from host.http.openapi_availability import (
@@ -36,8 +37,9 @@ from host.http.openapi_availability import (
     with_availability,
 )
 from host.http.viewschema import LOCALE, SCHEMA_VERSION, TARGET_PROFILE
-from host.query.params import IN_MAX_VALUES, SCHEMA_1_1, SCHEMA_1_2, SCHEMA_1_3
+from host.query.params import IN_MAX_VALUES, SCHEMA_1_1, SCHEMA_1_2, SCHEMA_1_3, SCHEMA_1_4
 from host.query.spec import Column, list_spec
+from host.storage.reads import DISPLAY_KEY, displays
 from host.systemfields import SYSTEM
 from plugin_api import errors as e
 from plugin_api.access import ReadAccess
@@ -304,10 +306,25 @@ def _query(name: str, description: str, schema: Schema) -> dict[str, Any]:
 def row_schema(projection: CompiledProjection) -> Schema:
     """A row of the projection: exactly its fields, in read shapes (and at ViewSchema 1.2.0
     its ``_availability``)."""
-    fields = projection.entity.fields
+    entity = projection.entity
     names = list(projection.definition.fields)
-    row = object_schema({name: column_schema(fields, name) for name in names}, names)
-    return with_availability(row)
+    properties = {name: _column_schema(entity, name) for name in names}
+    texts = displays(projection)
+    if texts:
+        properties[DISPLAY_KEY] = {
+            **object_schema({ref: {"type": ["string", "null"]} for ref in texts}, list(texts)),
+            "description": f"At {SCHEMA_1_4}: the display text of each reference's row.",
+        }
+    return with_availability(object_schema(properties, names))
+
+
+def _column_schema(entity: CompiledEntity, name: str) -> Schema:
+    """A declared, system or followed field's read shape (a followed one may be null)."""
+    followed = follow(entity, name)
+    if followed is None:
+        return column_schema(entity.fields, name)
+    schema = column_schema(followed[1].fields, followed[2])
+    return nullable(schema) if followed[2] in SYSTEM else schema
 
 
 _COUNT: Final[Schema] = {
@@ -840,6 +857,20 @@ _FIELD_DESCRIPTOR: Final[Schema] = object_schema(
         "required": {"type": "boolean"},
         "nullable": {"type": "boolean"},
         "default": {},
+        "readOnly": {"const": True, "description": "At 1.4.0: a followed field."},
+        "follows": object_schema(
+            {
+                "reference": {"type": "string"},
+                "entity": {"type": "string"},
+                "field": {"type": "string"},
+            },
+            ["reference", "entity", "field"],
+        ),
+        "display": {
+            "type": "string",
+            "description": "At 1.4.0, on a reference: the target's display field; the row's "
+            "text is in its `_display`.",
+        },
     },
     ["name", "type", "label"],
 )
@@ -1000,7 +1031,9 @@ _SHARED_SCHEMAS: Final[Mapping[str, Schema]] = {
     ),
     "ViewSchema": object_schema(
         {
-            "schemaVersion": {"enum": [SCHEMA_VERSION, SCHEMA_1_1, SCHEMA_1_2, SCHEMA_1_3]},
+            "schemaVersion": {
+                "enum": [SCHEMA_VERSION, SCHEMA_1_1, SCHEMA_1_2, SCHEMA_1_3, SCHEMA_1_4]
+            },
             "targetProfile": {"const": TARGET_PROFILE},
             "metadata": object_schema(
                 {
@@ -1113,7 +1146,9 @@ _PARAMETERS: Final[Mapping[str, Any]] = {
             f"X-Actor-Roles, read as for actions), {SCHEMA_1_1} (adds `filters` "
             f"descriptors, `sort`, `search` and `pagination.maxPageSize`, and a projection's "
             f"default page size; docs/http.md); {SCHEMA_1_3} (all of {SCHEMA_1_2} and the "
-            f"entity's `workflow`, docs/console.md); otherwise {SCHEMA_VERSION}, as in v0.1."
+            f"entity's `workflow`, docs/console.md); {SCHEMA_1_4} (all of {SCHEMA_1_3}, "
+            f"followed fields' `readOnly` and `follows`, references' `display` and each row's "
+            f"`_display`, docs/http.md); otherwise {SCHEMA_VERSION}, as in v0.1."
         ),
         "schema": {"type": "string"},
     },

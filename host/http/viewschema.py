@@ -7,7 +7,8 @@ from typing import Any
 
 from host import jsonio
 from host.fieldtypes import of
-from host.graph.model import CompiledAction, CompiledProjection
+from host.graph.follow import follow
+from host.graph.model import CompiledAction, CompiledEntity, CompiledProjection
 from host.systemfields import SYSTEM
 from plugin_api.definitions import Field
 
@@ -48,6 +49,41 @@ def system_descriptor(name: str) -> dict[str, Any]:
     return {"name": name, "type": SYSTEM[name].view_type, "label": humanise(name)}
 
 
+def column_descriptor(entity: CompiledEntity, name: str) -> dict[str, Any]:
+    """The FieldDescriptor of a projection field: a system, declared or followed field (the
+    last with the type of its target field and a label naming the reference, ``Project
+    key``; its ViewSchema 1.4.0 keys are :func:`followed_keys`)."""
+    followed = follow(entity, name)
+    if followed is None:
+        return system_descriptor(name) if name in SYSTEM else field_descriptor(entity.fields[name])
+    reference, target, source = followed
+    descriptor = column_descriptor(target, source)
+    label = str(descriptor["label"])
+    descriptor["name"] = name
+    descriptor["label"] = f"{_label(entity, reference)} {label[:1].lower()}{label[1:]}"
+    return descriptor
+
+
+def _label(entity: CompiledEntity, name: str) -> str:
+    field = entity.fields[name]
+    return field.label if field.label is not None else humanise(name)
+
+
+def followed_keys(entity: CompiledEntity, name: str) -> dict[str, Any]:
+    """What a ViewSchema 1.4.0 field descriptor adds: a followed field is ``readOnly`` and
+    says what it ``follows``; a reference whose target declares a display field names it
+    (``display``, the row's text in ``_display``); other fields add nothing."""
+    followed = follow(entity, name)
+    if followed is not None:
+        reference, target, source = followed
+        follows = {"reference": reference, "entity": target.fqn, "field": source}
+        return {"readOnly": True, "follows": follows}
+    pointed = entity.targets.get(name)
+    if pointed is not None and pointed.definition.display is not None:
+        return {"display": pointed.definition.display}
+    return {}
+
+
 def action_descriptor(
     action: CompiledAction, item: Mapping[str, Any] | None, *, detail: bool
 ) -> dict[str, Any]:
@@ -75,10 +111,7 @@ class ViewSchemaTemplate:
     def __init__(self, projection: CompiledProjection) -> None:
         self.projection = projection
         entity = projection.entity
-        self.fields = [
-            system_descriptor(name) if name in SYSTEM else field_descriptor(entity.fields[name])
-            for name in projection.definition.fields
-        ]
+        self.fields = [column_descriptor(entity, name) for name in projection.definition.fields]
         self.list_actions = [
             action_descriptor(action, None, detail=False) for action in projection.actions
         ]

@@ -17,7 +17,7 @@ from typing import Final
 from host.graph.model import CompiledProjection
 from host.live.feed import Change
 from host.live.watch import Watch
-from host.query.conditions import Condition
+from host.query.conditions import Clause, Condition
 from host.query.params import plain_query
 from host.query.spec import ID_COLUMN
 from host.storage.reads import ProjectionReads
@@ -39,7 +39,12 @@ def _owner(watch: Watch) -> str | None:
         return None
     first = watch.scope[0]
     field = access.scope.field
-    if first.column.name != field or first.operator != "eq" or len(first.values) != 1:
+    if (
+        not isinstance(first, Condition)
+        or first.column.name != field
+        or first.operator != "eq"
+        or len(first.values) != 1
+    ):
         return None
     if field not in watch.projection.definition.fields:
         return None
@@ -73,7 +78,9 @@ async def visible_ids(
     for owners in owned.values():
         first = cohorts[next(iter(owners.values()))]
         found = {owner: set[str]() for owner in owners}
-        field = first.scope[0].column
+        head = first.scope[0]
+        assert isinstance(head, Condition)  # _owner checked it
+        field = head.column
         names = sorted(owners)
         for start in range(0, len(names), CHUNK):
             by_owner = Condition(field, "in", tuple(names[start : start + CHUNK]))
@@ -90,7 +97,7 @@ async def _rows(
     reads: ProjectionReads,
     tenant: str,
     projection: CompiledProjection,
-    scope: tuple[Condition, ...],
+    scope: tuple[Clause, ...],
     ids: list[str],
 ) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []

@@ -22,12 +22,17 @@ from plugin_api.conditions import Operator
 from plugin_api.errors import BadRequest
 
 __all__ = [
+    "AnyOf",
+    "Clause",
     "Condition",
     "ConditionError",
+    "Floor",
+    "clause_key",
     "column_of",
     "fold",
     "from_text",
     "from_value",
+    "matching",
 ]
 
 _ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -41,6 +46,45 @@ class Condition:
     column: Column
     operator: str
     values: tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    """Rows matching at least one of ``alternatives`` (a row scope over several fields, a
+    read policy's :class:`plugin_api.AnyOf`)."""
+
+    alternatives: tuple[Condition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """What a reader may read through the reference field ``via``: the target's rows
+    matching every one of ``conditions`` (its read floor for this reader), none when
+    ``denied``. A followed value of a row the floor does not admit reads as null."""
+
+    via: str
+    conditions: tuple[Condition | AnyOf, ...] = ()
+    denied: bool = False
+
+
+Clause = Condition | AnyOf | Floor
+"""One of the reader's row conditions (``ListQuery.scope``): a :class:`Floor` does not narrow
+the rows, it says what the reader reads through a reference."""
+
+
+def matching(clauses: tuple[Clause, ...]) -> tuple[Condition | AnyOf, ...]:
+    """The clauses that narrow the rows (every one but the floors)."""
+    return tuple(clause for clause in clauses if not isinstance(clause, Floor))
+
+
+def clause_key(clause: Clause) -> tuple[object, ...]:
+    """A hashable, JSON-ready spelling of ``clause`` (cursor bindings, live cohorts); a plain
+    condition's is ``(column, operator, values)`` as before clauses existed."""
+    if isinstance(clause, Condition):
+        return (clause.column.name, clause.operator, clause.values)
+    if isinstance(clause, AnyOf):
+        return ("any", tuple(clause_key(c) for c in clause.alternatives))
+    return ("floor", clause.via, clause.denied, tuple(clause_key(c) for c in clause.conditions))
 
 
 class ConditionError(ValueError):

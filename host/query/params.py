@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from host.query.conditions import Condition, fold, from_text
+from host.query.conditions import Clause, Condition, clause_key, fold, from_text
 from host.query.cursor import CursorCodec, KeysetValue
 from host.query.folding import search_fold
 from host.query.spec import Facet, ListSpec, SortKey
@@ -35,7 +35,10 @@ SCHEMA_1_2: Final = "1.2.0"
 """1.1.0 and per-row action availability (docs/http.md, "Availability")."""
 SCHEMA_1_3: Final = "1.3.0"
 """1.2.0 and the entity's workflow (docs/console.md, "ViewSchema 1.3.0")."""
-NEGOTIABLE: Final = (SCHEMA_1_3, SCHEMA_1_2, SCHEMA_1_1)
+SCHEMA_1_4: Final = "1.4.0"
+"""1.3.0 and relations: display fields, followed field descriptors, each row's ``_display``
+(docs/http.md, "ViewSchema 1.4.0")."""
+NEGOTIABLE: Final = (SCHEMA_1_4, SCHEMA_1_3, SCHEMA_1_2, SCHEMA_1_1)
 """The versions beyond 1.0.0 a client may ask for, newest first."""
 LIST_PARAMETERS: Final = ("pageSize", "cursor", "sort", "q", "count", "facet", "format")
 EXPORT_FORMATS: Final = ("csv", "ndjson")
@@ -69,8 +72,9 @@ class ListQuery:
     """The keyset values of the cursor: the sort keys' stored values, then ``id``."""
     binding: bytes
     """What a cursor of this request is bound to (see :mod:`host.query.cursor`)."""
-    scope: tuple[Condition, ...] = ()
-    """The reader's row conditions (:mod:`host.runtime.access`), applied with the filters."""
+    scope: tuple[Clause, ...] = ()
+    """The reader's row conditions (:mod:`host.runtime.access`), applied with the filters,
+    and what the reader reads through references (:class:`~host.query.conditions.Floor`)."""
     offered: frozenset[str] | None = None
     """The FQNs of the actions a 1.1.0 document offers (``None``: every declared action)."""
     count: bool = False
@@ -91,15 +95,16 @@ class ListQuery:
 
 
 def plain_query(
-    scope: tuple[Condition, ...] = (),
+    scope: tuple[Clause, ...] = (),
     *,
     conditions: tuple[Condition, ...] = (),
     limit: int | None = None,
+    version: str = SCHEMA_1_0,
 ) -> ListQuery:
     """Every row of the tenant (in ``scope``) in id order, as v0.1 lists; ``conditions``
     narrow it (a detail read is the plain query of one id), ``limit`` makes it one page."""
     return ListQuery(
-        version=SCHEMA_1_0,
+        version=version,
         conditions=conditions,
         sort=(),
         q=None,
@@ -133,7 +138,7 @@ def binding(
     conditions: Sequence[Condition],
     sort: Sequence[SortKey],
     q: str | None,
-    scope: Sequence[Condition] = (),
+    scope: Sequence[Clause] = (),
 ) -> bytes:
     """The canonical bytes a cursor is bound to (with the reader's row scope, if any, so a
     cursor cannot be replayed by a reader of another scope). The sort keys' field types are
@@ -147,7 +152,7 @@ def binding(
         None if q is None else fold(q),
     ]
     if scope:
-        document.append([[c.column.name, c.operator, list(c.values)] for c in scope])
+        document.append([clause_key(clause) for clause in scope])
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
@@ -185,8 +190,19 @@ def _sort(text: str, spec: ListSpec) -> tuple[SortKey, ...]:
     return tuple(keys)
 
 
+def _split(rest: str, spec: ListSpec) -> tuple[str, str, str]:
+    """``field.op`` -> (field, ".", op); a declared field may hold a dot itself (a followed
+    field, ``project.key`` and ``project.key.in``)."""
+    if rest in spec.filters:
+        return rest, "", ""
+    head, dot, operator = rest.rpartition(".")
+    if dot and head in spec.filters:
+        return head, dot, operator
+    return rest.partition(".")
+
+
 def _condition(parameter: str, text: str, spec: ListSpec) -> Condition:
-    name, dot, operator = parameter[len(FILTER_PREFIX) :].partition(".")
+    name, dot, operator = _split(parameter[len(FILTER_PREFIX) :], spec)
     if dot and not operator:
         raise BadRequest(
             f"Parameter {parameter!r}: the operator after {name!r} is empty; "
@@ -262,7 +278,7 @@ def parse_list_query(
     version: str,
     tenant: str,
     cursors: CursorCodec,
-    scope: tuple[Condition, ...] = (),
+    scope: tuple[Clause, ...] = (),
 ) -> ListQuery | None:
     """The list query of a request, or ``None`` when the request is answered as in v0.1
     (ViewSchema 1.0.0 and none of the list parameters). ``scope`` holds the reader's row

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as attribute
 from types import MappingProxyType
 from typing import Final
 
 from host.fieldtypes import IDENTITY, ValueType
+from host.graph.follow import follow
 from host.graph.listing import listed_type, operator_names
 from host.graph.model import CompiledEntity, CompiledProjection
 from host.systemfields import SYSTEM
@@ -37,6 +39,16 @@ class Column:
     (used to parse filter values as action inputs are parsed)."""
     nullable: bool
     """Whether the column may hold null (every declared field column may)."""
+    via: str | None = None
+    """The reference field followed to reach the column (``project`` of ``project.key``);
+    ``None``: a column of the entity's own table."""
+    target: CompiledEntity | None = attribute(default=None, compare=False)
+    """The entity ``via`` points at."""
+
+    @property
+    def source(self) -> str:
+        """The column's name in its own table (``key`` of ``project.key``)."""
+        return self.name if self.via is None else self.name.partition(".")[2]
 
 
 FACET_TYPES: Final = frozenset({FieldType.ENUM, FieldType.BOOLEAN, FieldType.REFERENCE})
@@ -133,7 +145,22 @@ class ListSpec:
 
 def entity_column(entity: CompiledEntity, name: str) -> Column | None:
     """The column ``name`` of ``entity`` as lists and conditions see it; ``None`` when it
-    cannot be filtered or sorted on (``tenant_id``, ``_version``, unknown names)."""
+    cannot be filtered or sorted on (``tenant_id``, ``_version``, unknown names). A followed
+    name (``project.key``) is the target's column, reached through the reference."""
+    followed = follow(entity, name)
+    if followed is not None:
+        reference, target, source = followed
+        inner = entity_column(target, source) if "." not in source else None
+        if inner is None:
+            return None
+        return Column(
+            name=name,
+            type=inner.type,
+            field=inner.field,
+            nullable=True,
+            via=reference,
+            target=target,
+        )
     value_type = listed_type(entity, name)
     if value_type is None:
         return None

@@ -11,19 +11,31 @@ parameters; nothing of a policy's result is ever SQL text.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Final
 
-from host.graph.model import CompiledProjection, Graph
+from host.graph.follow import follow
+from host.graph.model import CompiledEntity, CompiledProjection, Graph
+from host.query.conditions import (
+    AnyOf,
+    Clause,
+    ConditionError,
+    Floor,
+    column_of,
+    from_value,
+    matching,
+)
 from host.query.conditions import Condition as ListCondition
-from host.query.conditions import ConditionError, column_of, from_value
-from host.query.spec import ID_COLUMN, ListSpec
+from host.query.spec import ID_COLUMN, Column, ListSpec
 from host.runtime.actor import ANONYMOUS, Actor
 from plugin_api.access import ReadAccess, ReadContext
+from plugin_api.conditions import AnyOf as PublicAnyOf
 from plugin_api.conditions import Condition
 from plugin_api.errors import BadRequest, InternalError, PolicyDenied
 
-__all__ = ["ReadGate", "guarded", "offered_actions"]
+__all__ = ["ReadGate", "guarded", "hops", "needs_gate", "offered_actions"]
 
 
 def guarded(projection: CompiledProjection) -> bool:
@@ -43,18 +55,51 @@ def offered_actions(projection: CompiledProjection, actor: Actor) -> frozenset[s
     )
 
 
+logger = logging.getLogger("tessera.access")
+
 NOBODY: Final = ListCondition(ID_COLUMN, "eq", ("",))
 """The row scope of an anonymous reader: no row (no id is empty)."""
 IN_MAX_VALUES: Final = 1000
 """The most values a read policy's ``in`` condition may list."""
 
+Resolve = Callable[[object], Column]
+"""The column a name of a scope or a condition means (raises :class:`ConditionError`)."""
 
-def _typed(spec: ListSpec, condition: Condition, policy: str) -> ListCondition:
+
+def hops(projection: CompiledProjection) -> frozenset[str]:
+    """The reference fields a read of ``projection`` may follow whatever the reader: its
+    followed fields, the references whose target names a display field, its row scopes'
+    followed fields (a read policy may add others)."""
+    entity = projection.entity
+    names = [*projection.definition.fields]
+    for access in (entity.definition.access, projection.definition.access):
+        if access is not None and access.scope is not None:
+            names += access.scope.names
+    found = {name.partition(".")[0] for name in names if follow(entity, name) is not None}
+    found |= {
+        name
+        for name in projection.definition.fields
+        if name in entity.targets and entity.targets[name].definition.display is not None
+    }
+    return frozenset(found)
+
+
+def _floored(entity: CompiledEntity, via: Iterable[str]) -> list[str]:
+    return sorted(name for name in via if entity.targets[name].definition.access is not None)
+
+
+def needs_gate(projection: CompiledProjection) -> bool:
+    """Whether a read of ``projection`` asks the :class:`ReadGate`: it is :func:`guarded`,
+    or it follows a reference to an entity with a read floor."""
+    return guarded(projection) or bool(_floored(projection.entity, hops(projection)))
+
+
+def _typed(resolve: Resolve, condition: Condition, policy: str) -> ListCondition:
     """A policy's condition in the one condition language (values in database form); a
     condition that cannot be asked is the policy's bug: 500 ``InternalError``."""
     where = f"Read policy {policy!r} returned a row condition on {condition.field!r}"
     try:
-        column = column_of(spec.projection.entity, condition.field)
+        column = resolve(condition.field)
     except ConditionError:
         raise InternalError(f"{where}, which cannot be filtered on") from None
     try:
@@ -65,6 +110,28 @@ def _typed(spec: ListSpec, condition: Condition, policy: str) -> ListCondition:
         ) from None
     except BadRequest as error:
         raise InternalError(f"{where} whose value does not fit: {error.message}") from None
+
+
+def _clause(resolve: Resolve, item: object, policy: str) -> ListCondition | AnyOf:
+    if isinstance(item, Condition):
+        return _typed(resolve, item, policy)
+    if isinstance(item, PublicAnyOf):
+        alternatives = item.conditions if isinstance(item.conditions, tuple) else ()
+        if alternatives and all(isinstance(c, Condition) for c in alternatives):
+            return AnyOf(tuple(_typed(resolve, c, policy) for c in alternatives))
+    raise InternalError(f"Read policy {policy!r} returned {item!r}")
+
+
+def _own_columns(entity: CompiledEntity) -> Resolve:
+    """Columns of ``entity``'s own table only (a floor applied through a reference follows
+    no further reference)."""
+
+    def resolve(name: object) -> Column:
+        if follow(entity, str(name)) is not None:
+            raise ConditionError(f"{name!r} follows a reference a second time")
+        return column_of(entity, name)
+
+    return resolve
 
 
 class ReadGate:
@@ -78,39 +145,16 @@ class ReadGate:
 
     async def conditions(
         self, projection: CompiledProjection, actor: Actor, spec: ListSpec, subject: str | None
-    ) -> tuple[ListCondition, ...]:
+    ) -> tuple[Clause, ...]:
         """The row conditions of ``actor``'s read of ``projection`` (empty: every row): those
-        of the entity's read floor (``Entity.access``), then the projection's own.
+        of the entity's read floor (``Entity.access``), then the projection's own, then a
+        :class:`~host.query.conditions.Floor` per followed reference whose entity has a read
+        floor (what ``actor`` reads through it).
 
         :raises PolicyDenied: the actor lacks every role the floor or the projection
             requires, or a read policy denies.
         """
-        found: list[ListCondition] = []
-        for access in (projection.entity.definition.access, projection.definition.access):
-            if access is not None:
-                found += await self._apply(access, projection, actor, spec, subject)
-        return tuple(found)
-
-    async def _apply(
-        self,
-        access: ReadAccess,
-        projection: CompiledProjection,
-        actor: Actor,
-        spec: ListSpec,
-        subject: str | None,
-    ) -> list[ListCondition]:
-        fqn = projection.fqn
-        if access.roles and actor.roles.isdisjoint(access.roles):
-            raise PolicyDenied(
-                f"Projection '{fqn}' requires one of the roles: {', '.join(access.roles)}"
-            )
-        found: list[ListCondition] = []
-        scope = access.scope
-        if scope is not None and actor.roles.isdisjoint(scope.exempt):
-            if actor.actor_id == ANONYMOUS and not self._anonymous_shared:
-                found.append(NOBODY)  # a caller without X-Actor-Id owns no row
-            else:
-                found.append(ListCondition(spec.column(scope.field), "eq", (actor.actor_id,)))
+        found: list[Clause] = []
         context = ReadContext(
             tenant_id=actor.tenant_id,
             actor_id=actor.actor_id,
@@ -118,6 +162,62 @@ class ReadGate:
             projection=projection.definition,
             subject=subject,
         )
+        resolve: Resolve = lambda name: column_of(projection.entity, name)  # noqa: E731
+        for access in (projection.entity.definition.access, projection.definition.access):
+            if access is not None:
+                found += await self._apply(access, projection.fqn, actor, context, resolve)
+        via = set(hops(projection))
+        for clause in matching(tuple(found)):
+            alternatives = clause.alternatives if isinstance(clause, AnyOf) else (clause,)
+            via.update(c.column.via for c in alternatives if c.column.via is not None)
+        entity = projection.entity
+        for name in _floored(entity, via):
+            found.append(await self._floor(entity.targets[name], name, actor, context))
+        return tuple(found)
+
+    async def _floor(
+        self, target: CompiledEntity, via: str, actor: Actor, context: ReadContext
+    ) -> Floor:
+        """What ``actor`` reads of ``target`` through the reference ``via``: its read floor
+        applied to the target's rows, or nothing when the floor denies."""
+        access = target.definition.access
+        assert access is not None
+        followed = replace(context, subject=None, followed=via)
+        try:
+            clauses = await self._apply(access, target.fqn, actor, followed, _own_columns(target))
+        except PolicyDenied:
+            return Floor(via, denied=True)
+        except InternalError as error:  # a floor that cannot apply through a reference
+            logger.warning("read floor of %s through %r: %s", target.fqn, via, error.message)
+            return Floor(via, denied=True)
+        return Floor(via, tuple(c for c in clauses if not isinstance(c, Floor)))
+
+    async def _apply(
+        self,
+        access: ReadAccess,
+        fqn: str,
+        actor: Actor,
+        context: ReadContext,
+        resolve: Resolve,
+    ) -> list[Clause]:
+        if access.roles and actor.roles.isdisjoint(access.roles):
+            raise PolicyDenied(
+                f"Projection '{fqn}' requires one of the roles: {', '.join(access.roles)}"
+            )
+        found: list[Clause] = []
+        scope = access.scope
+        if scope is not None and actor.roles.isdisjoint(scope.exempt):
+            if actor.actor_id == ANONYMOUS and not self._anonymous_shared:
+                found.append(NOBODY)  # a caller without X-Actor-Id owns no row
+            else:
+                try:
+                    owned = [
+                        ListCondition(resolve(name), "eq", (actor.actor_id,))
+                        for name in scope.names
+                    ]
+                except ConditionError as error:
+                    raise InternalError(f"Row scope of {fqn!r}: {error}") from None
+                found.append(owned[0] if len(owned) == 1 else AnyOf(tuple(owned)))
         for name in access.policies:
             result = self._graph.read_policies[name].handler(context)
             if inspect.isawaitable(result):
@@ -125,14 +225,13 @@ class ReadGate:
             if result is True:
                 continue
             conditions: Sequence[object]
-            if isinstance(result, Condition):
+            if isinstance(result, (Condition, PublicAnyOf)):
                 conditions = (result,)
             elif isinstance(result, (tuple, list)) and result:
                 conditions = result
             else:
-                raise PolicyDenied(f"Read policy '{name}' denied projection '{fqn}'")
-            for condition in conditions:
-                if not isinstance(condition, Condition):
-                    raise InternalError(f"Read policy {name!r} returned {condition!r}")
-                found.append(_typed(spec, condition, name))
+                raise PolicyDenied(
+                    f"Read policy '{name}' denied projection '{context.projection.fqn}'"
+                )
+            found += [_clause(resolve, condition, name) for condition in conditions]
         return found

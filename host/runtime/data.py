@@ -394,6 +394,11 @@ def _typed(entity: CompiledEntity, condition: Condition) -> ListCondition:
     ``eq``/``ne`` ``None`` are ``null`` ``True``/``False``."""
     try:
         column = column_of(entity, condition.field)
+        if column.via is not None:
+            raise ConditionError(
+                f"{condition.field!r} follows a reference: ctx.data.find names the fields of "
+                f"{entity.fqn} itself (find the referenced rows first)"
+            )
         operator, value = condition.operator, condition.value
         if value is None and operator in (Operator.EQ, Operator.NE):
             operator, value = Operator.NULL, operator is Operator.EQ

@@ -9,6 +9,13 @@ sees it (:func:`host.storage.search.search_condition`).
 The sort expression of a column is the same text in ``ORDER BY``, in the keyset condition,
 in filters and in the index built for it (:func:`index_ddl`), so both backends can use the
 index (docs/http.md, "Lists", and docs/benchmarks.md for the plans).
+
+A followed column (``project.key``, :attr:`Column.via`) is read through a ``LEFT JOIN`` of its
+entity's table, one per reference followed (:func:`_joins`): a derived table whose columns are
+named as the followed fields (names no table column can have), so every expression above
+names them as it names the entity's own columns. The join matches the tenant and the id, and
+holds the reader's :class:`~host.query.conditions.Floor` of that entity: a row the reader may
+not read joins nothing, its followed values are null.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from functools import lru_cache
 from typing import Final
 
 from host.fieldtypes import REFERENCE, Ordering
-from host.query.conditions import Condition
+from host.query.conditions import AnyOf, Condition, Floor, matching
 from host.query.cursor import KeysetValue
 from host.query.params import ListQuery
 from host.query.spec import DATE_BUCKETS, Column, Facet, SortKey
@@ -77,7 +84,9 @@ class _Params:
         return self.mark(column.type.keyset_value(value))
 
 
-def _condition(condition: Condition, params: _Params) -> str:
+def _condition(condition: Condition | AnyOf, params: _Params) -> str:
+    if isinstance(condition, AnyOf):
+        return "(" + " OR ".join(_condition(c, params) for c in condition.alternatives) + ")"
     column, operator, values = condition.column, condition.operator, condition.values
     dialect = params.dialect
     name = dialect.quote(column.name)
@@ -180,13 +189,54 @@ def _source(table: str, query: ListQuery, search: Sequence[Column], params: _Par
     return indexed_source(params.dialect, table, search, query.needle, params.mark)
 
 
+def _used(
+    query: ListQuery, selected: Sequence[Column], facet: Column | None = None
+) -> list[Column]:
+    """Every column a statement of ``query`` names (those followed decide its joins)."""
+    columns = [*selected, *(key.column for key in query.sort)]
+    conditions: list[Condition] = [*query.conditions]
+    for clause in matching(query.scope):
+        conditions += clause.alternatives if isinstance(clause, AnyOf) else (clause,)
+    columns += [condition.column for condition in conditions]
+    return [*columns, facet] if facet is not None else columns
+
+
+def _joins(query: ListQuery, columns: Sequence[Column], params: _Params) -> str:
+    """The ``LEFT JOIN`` of each reference ``columns`` follow (see the module docstring)."""
+    q = params.dialect.quote
+    hops: dict[str, dict[str, Column]] = {}
+    for column in columns:
+        if column.via is not None:
+            hops.setdefault(column.via, {})[column.name] = column
+    floors = {clause.via: clause for clause in query.scope if isinstance(clause, Floor)}
+    joins = []
+    for via, followed in sorted(hops.items()):
+        target = next(iter(followed.values())).target
+        assert target is not None
+        key, tenant = q(f"{via}.*id"), q(f"{via}.*tenant")
+        picked = [f"id AS {key}", f"tenant_id AS {tenant}"]
+        picked += [f"{q(column.source)} AS {q(name)}" for name, column in sorted(followed.items())]
+        floor = floors.get(via)
+        if floor is None and target.definition.access is not None:
+            floor = Floor(via, denied=True)  # a floor the reader was not judged by: nothing
+        where = ""
+        if floor is not None and (floor.denied or floor.conditions):
+            parts = ["1 = 0"] if floor.denied else [_condition(c, params) for c in floor.conditions]
+            where = f" WHERE {' AND '.join(parts)}"
+        joins.append(
+            f" LEFT JOIN (SELECT {', '.join(picked)} FROM {q(target.table_name)}{where}) AS "
+            f"{q(via + '.*')} ON {tenant} = tenant_id AND {key} = {q(via)}"
+        )
+    return "".join(joins)
+
+
 def _matching(
     table: str, query: ListQuery, search: Sequence[Column], tenant: str, params: _Params
 ) -> list[str]:
     """The ``WHERE`` parts of the tenant's rows matching ``query``: the reader's row scope,
     the filters and the search."""
     where = [f"tenant_id = {params.mark(tenant)}"]
-    where.extend(_condition(condition, params) for condition in query.scope)
+    where.extend(_condition(condition, params) for condition in matching(query.scope))
     where.extend(_condition(condition, params) for condition in query.conditions)
     if query.needle is not None and search:
         where.append(_search(table, query.needle, search, params))
@@ -209,6 +259,7 @@ def count_list(
     it), as (value, count); and its parameters."""
     params = _Params(dialect)
     source = _source(table, query, search, params) or dialect.quote(table)
+    source += _joins(query, _used(query, (), None if facet is None else facet.column), params)
     where = " AND ".join(_matching(table, query, search, tenant, params))
     picked = "1 AS v" if facet is None else f"{_facet_value(dialect, facet)} AS v"
     bounded = f"SELECT {picked} FROM {source} WHERE {where} LIMIT {params.mark(limit)}"
@@ -243,11 +294,16 @@ def select_list(
     tenant: str,
     after: Sequence[KeysetValue] | None,
     limit: int,
+    followed: Sequence[Column] = (),
 ) -> tuple[str, list[object]]:
     """The statement of one page: ``columns`` of the tenant's rows matching ``query``, in its
-    order, after the keyset ``after`` (if any), at most ``limit``; and its parameters."""
+    order, after the keyset ``after`` (if any), at most ``limit``; and its parameters.
+    ``followed``: the followed columns among ``columns``."""
     params = _Params(dialect)
     source = _source(table, query, search, params)
+    joins = _joins(query, _used(query, followed), params)
+    if joins:
+        source = (source or dialect.quote(table)) + joins
     where = _matching(table, query, search, tenant, params)
     keys = _keys(query.sort, id_column)
     if after is not None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from host.graph.model import CompiledProjection, Graph
-from host.query.conditions import Condition
+from host.query.conditions import Clause, Condition
 from host.query.cursor import CursorCodec, KeysetValue
-from host.query.params import ListQuery, plain_query
-from host.query.spec import ID_COLUMN, Column, Facet, ListSpec, list_spec
+from host.query.params import SCHEMA_1_0, SCHEMA_1_4, ListQuery, at_least, plain_query
+from host.query.spec import ID_COLUMN, Column, Facet, ListSpec, entity_column, list_spec
 from host.storage.database import Storage
 from host.storage.listsql import count_list, select_list
 from host.storage.rows import RowRenderer, field_renderer
@@ -28,15 +28,19 @@ from host.storage.schema import Schema
 from host.storage.search import frequency_probe, is_frequent
 
 __all__ = [
+    "DISPLAY_KEY",
     "ListRead",
     "ProjectionList",
     "ProjectionReads",
     "Rows",
+    "displays",
     "projection_columns",
     "tally",
 ]
 
 Rows = list[dict[str, Any]]
+DISPLAY_KEY: Final = "_display"
+"""The key of a row's display texts at ViewSchema 1.4.0 (reference field -> text)."""
 
 
 def projection_columns(projection: CompiledProjection) -> tuple[str, ...]:
@@ -59,19 +63,55 @@ def tally(counted: int, limit: int) -> dict[str, Any]:
     return {"value": min(counted, limit), "exact": counted <= limit}
 
 
-class ProjectionList:
-    """A projection's list: its spec, table, selected columns and renderer."""
+def displays(projection: CompiledProjection) -> dict[str, str]:
+    """Reference field shown -> the followed field naming its row (``project`` ->
+    ``project.key``), for each reference whose target declares a display field."""
+    entity = projection.entity
+    found = {}
+    for name in projection.definition.fields:
+        target = entity.targets.get(name)
+        if target is not None and target.definition.display is not None:
+            found[name] = f"{name}.{target.definition.display}"
+    return found
 
-    __slots__ = ("columns", "positions", "render", "spec", "table")
+
+class ProjectionList:
+    """A projection's list: its spec, table, selected columns and renderer; the columns
+    ``displayed`` add the display texts of its references (ViewSchema 1.4.0, ``_display``)."""
+
+    __slots__ = (
+        "columns",
+        "displayed",
+        "displays",
+        "followed",
+        "positions",
+        "render",
+        "spec",
+        "table",
+    )
 
     def __init__(self, projection: CompiledProjection, table: str) -> None:
         self.spec = list_spec(projection)
         shown = projection_columns(projection)
         extra = tuple(name for name in self.spec.sortable if name not in shown)
         self.columns = (*shown, *extra)
-        self.positions = {name: i for i, name in enumerate(self.columns)}
+        self.displays = displays(projection)
+        texts = tuple(dict.fromkeys(n for n in self.displays.values() if n not in self.columns))
+        self.displayed = (*self.columns, *texts)
+        self.positions = {name: i for i, name in enumerate(self.displayed)}
+        followed = [entity_column(projection.entity, name) for name in self.displayed]
+        self.followed = tuple(c for c in followed if c is not None and c.via is not None)
         self.render = RowRenderer(projection.entity, shown)
         self.table = table
+
+    def many(self, rows: Sequence[Sequence[Any]], version: str) -> Rows:
+        """Rows rendered; at ViewSchema 1.4.0 with their ``_display`` texts."""
+        items = self.render.many(rows)
+        if self.displays and at_least(version, SCHEMA_1_4):
+            at = {ref: self.positions[name] for ref, name in self.displays.items()}
+            for item, row in zip(items, rows, strict=True):
+                item[DISPLAY_KEY] = {ref: row[i] for ref, i in at.items()}
+        return items
 
 
 class ProjectionReads:
@@ -111,16 +151,18 @@ class ProjectionReads:
         after: Sequence[KeysetValue] | None,
         limit: int,
     ) -> Sequence[Sequence[Any]]:
+        shown = read.displayed if at_least(query.version, SCHEMA_1_4) else read.columns
         sql, params = select_list(
             self._storage.dialect,
             read.table,
-            read.columns,
+            shown,
             query,
             search=read.spec.search,
             id_column=ID_COLUMN,
             tenant=tenant,
             after=after,
             limit=limit,
+            followed=[c for c in read.followed if c.name in shown],
         )
         return await self._storage.rows(sql, params)
 
@@ -141,10 +183,10 @@ class ProjectionReads:
         query = await self._planned(read, query)
         rows = await self._rows(read, query, tenant, query.after, page_size + 1)
         if len(rows) <= page_size:
-            return read.render.many(rows), None
+            return read.many(rows, query.version), None
         rows = rows[:page_size]
         cursor = self.cursors.encode(query.binding, self._keyset(read, query, rows[-1]))
-        return read.render.many(rows), cursor
+        return read.many(rows, query.version), cursor
 
     async def counts(
         self, projection: CompiledProjection, tenant: str, query: ListQuery, limit: int
@@ -203,14 +245,16 @@ class ProjectionReads:
         projection: CompiledProjection,
         tenant: str,
         subject: str,
-        scope: tuple[Condition, ...],
+        scope: tuple[Clause, ...],
+        version: str = SCHEMA_1_0,
     ) -> dict[str, Any] | None:
         """The row ``subject`` of the tenant if it matches ``scope``, else ``None`` (a row
-        out of scope reads exactly like an unknown one)."""
+        out of scope reads exactly like an unknown one), as ViewSchema ``version`` shows it."""
         read = self._reads[projection.fqn]
-        query = plain_query(scope, conditions=(Condition(ID_COLUMN, "eq", (subject,)),))
+        by_id = (Condition(ID_COLUMN, "eq", (subject,)),)
+        query = plain_query(scope, conditions=by_id, version=version)
         rows = await self._rows(read, query, tenant, None, 1)
-        return read.render(rows[0]) if rows else None
+        return read.many(rows, version)[0] if rows else None
 
     async def every_row(
         self, projection: CompiledProjection, tenant: str, query: ListQuery, chunk_size: int
@@ -223,11 +267,10 @@ class ProjectionReads:
         query = await self._planned(read, query)
         rows = await self._rows(read, query, tenant, query.after, chunk_size + 1)
         if len(rows) <= chunk_size:
-            return ListRead(read.render.many(rows), None)
+            return ListRead(read.many(rows, query.version), None)
         after = self._keyset(read, query, rows[chunk_size - 1])
-        return ListRead(
-            read.render.many(rows[:chunk_size]), self._rest(read, query, tenant, after, chunk_size)
-        )
+        first = read.many(rows[:chunk_size], query.version)
+        return ListRead(first, self._rest(read, query, tenant, after, chunk_size))
 
     async def _rest(
         self,
@@ -242,7 +285,7 @@ class ProjectionReads:
             rows = await self._rows(read, query, tenant, after, chunk_size + 1)
             if not rows:
                 return
-            yield read.render.many(rows[:chunk_size])
+            yield read.many(rows[:chunk_size], query.version)
             if len(rows) <= chunk_size:
                 return
             after = self._keyset(read, query, rows[chunk_size - 1])

@@ -7,6 +7,7 @@ from operator import itemgetter
 from typing import Any, Final
 
 from host.fieldtypes import Renderer, ValueType, of
+from host.graph.follow import follow
 from host.graph.model import CompiledEntity
 from host.systemfields import SYSTEM
 from plugin_api.definitions import Field
@@ -18,7 +19,11 @@ _AS_STORED: Final = frozenset({str, type(None)})
 
 
 def _typed(entity: CompiledEntity, name: str) -> tuple[ValueType, Field]:
-    """The value type of column ``name`` and its field (a system column's stand-in)."""
+    """The value type of column ``name`` and its field (a system column's stand-in; a
+    followed column's type and field are its target's)."""
+    followed = follow(entity, name)
+    if followed is not None:
+        return _typed(followed[1], followed[2])
     system = SYSTEM.get(name)
     if system is not None:
         return system.type, system.field

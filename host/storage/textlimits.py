@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Final
 
 from host.graph.model import Graph
-from host.query.spec import Column, list_spec
+from host.query.spec import Column, entity_column, list_spec
 from plugin_api.errors import BadRequest
 
 __all__ = [
@@ -46,7 +46,14 @@ def index_groups(graph: Graph) -> Iterator[IndexGroup]:
         entity = projection.entity
         groups = [(column,) for column in singles if column.name != "id"]  # id: the key
         for group in [*groups, *spec.indexes]:
-            yield entity.fqn, entity.table_name, group
+            target = group[0].target
+            if target is None:
+                yield entity.fqn, entity.table_name, group
+                continue
+            # A followed field (``project.key``) is indexed on its own entity's table.
+            own = entity_column(target, group[0].source)
+            if own is not None and own.name != "id":
+                yield target.fqn, target.table_name, (own,)
 
 
 def indexed_text_limits(graph: Graph) -> dict[str, dict[str, int]]:
