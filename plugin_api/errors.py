@@ -68,6 +68,13 @@ class PolicyDenied(TesseraError):
     default_message = "Policy denied"
 
 
+class OwnershipDenied(PolicyDenied):
+    """403 with the ``PolicyDenied`` kind (plugin API 1.8): a write by one plugin of a field
+    another plugin owns (``Field(written_by=...)``), or of a field only effects write from a
+    request's inputs. The message names the field and the owning plugin. The kind stays one
+    every client knows (the spec's taxonomy is closed)."""
+
+
 class TenantBoundaryViolation(TesseraError):
     """403: ``subject.tenantId`` differs from the active tenant."""
 
