@@ -76,9 +76,12 @@ class Tracker:
     def __init__(self) -> None:
         self.validated: list[RowWrite] = []
         """Every write the recording validator saw."""
+        self.check: Callable[[RowWrite], None] = lambda write: None
+        """What the recording validator does besides recording (a test sets it)."""
 
     def _record(self, write: RowWrite) -> None:
         self.validated.append(write)
+        self.check(write)
 
     @hookimpl
     def tessera_entities(self) -> Sequence[Entity]:

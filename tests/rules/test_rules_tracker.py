@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from plugin_api import ActionContext
+from plugin_api import MAX_RUN_DEPTH, ActionContext
 from plugin_api.testing import Client, Host
 
 from ..runtime._support import AUDIT, audit_rows, entity_row, query, snapshot
@@ -351,4 +351,39 @@ async def test_ctx_data_run_applies_the_actions_role_check_and_gate(
         await ctx.data.run("tracker.issue.nothing", subject=issue)
 
     assert_refused(await meddle(rules_host, reports, unknown), 404, "UnknownAction")
+    assert await database(rules_host) == before
+
+
+async def test_nested_runs_are_bounded_and_roll_back_whole(
+    rules_host: Host, reports: Reports
+) -> None:
+    client = member(rules_host)
+    before = await database(rules_host)
+    calls: list[int] = []
+
+    async def again(ctx: ActionContext) -> None:
+        calls.append(1)
+        await ctx.data.run("reports.note.create", inputs={"text": f"level {len(calls)}"})
+
+    result = await meddle(rules_host, reports, again, client)
+    assert_refused(result, 500, "EffectFailed")
+    assert len(calls) == MAX_RUN_DEPTH + 1  # the HTTP action, then MAX_RUN_DEPTH nested runs
+    assert await database(rules_host) == before
+
+
+async def test_a_validator_that_breaks_is_a_500_and_nothing_is_written(
+    rules_host: Host, tracker: Tracker
+) -> None:
+    client = member(rules_host)
+    project = await new_project(client)
+    before = await database(rules_host)
+
+    def broken(write: Any) -> None:
+        raise KeyError("a bug in the validator")
+
+    tracker.check = broken
+    result = await client.action(
+        "tracker.issue.create", inputs={"project": project, "title": "Anything"}
+    )
+    assert_refused(result, 500, "InternalError")
     assert await database(rules_host) == before
