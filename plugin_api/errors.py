@@ -246,5 +246,6 @@ EXTENDED_ERRORS: tuple[type[TesseraError], ...] = (
     DryRunUnsupported,
     ServiceUnavailable,
     Unauthenticated,
+    OwnershipDenied,
 )
 """The errors the host answers with beyond the spec's table (not in the v0.1 spec), by status."""

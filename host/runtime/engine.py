@@ -353,18 +353,8 @@ class ActionRuntime:
             )
         record_id = written.id
         attempt.written = written
-        await self._data.validate(
-            tx,
-            entity,
-            kind=action.kind,
-            transition=None if action.transition is None else action.transition.name,
-            before=row,
-            changes=ctx.pending,
-            after=written.values if row is None else {**row, **written.values},
-            actor=actor,
-            cause=action.fqn,
-            plugin=action.plugin,
-        )
+        if self._data.validators[entity.fqn]:
+            await self._validate(tx, action, actor, ctx, row, written)
         # The row, then its audit record. A value that does not render, or an audit record
         # that cannot be built, fails in the audit record's place: after the row's write,
         # so that a lost race is still reported first.
@@ -440,6 +430,29 @@ class ActionRuntime:
         (refusal,) = await policy_refusals(self._graph, action, (ctx,))
         if refusal is not None:
             raise refusal
+
+    async def _validate(
+        self,
+        tx: Tx,
+        action: CompiledAction,
+        actor: Actor,
+        ctx: InvocationContext,
+        row: dict[str, Any] | None,
+        written: Written,
+    ) -> None:
+        """The entity's validators on the action's own row, as assembled."""
+        await self._data.validate(
+            tx,
+            action.entity,
+            kind=action.kind,
+            transition=None if action.transition is None else action.transition.name,
+            before=row,
+            changes=ctx.pending,
+            after=written.values if row is None else {**row, **written.values},
+            actor=actor,
+            cause=action.fqn,
+            plugin=action.plugin,
+        )
 
     async def _run_effect(self, action: CompiledAction, ctx: InvocationContext) -> None:
         name = action.definition.effect
