@@ -2,6 +2,9 @@
 
     python bench/rules.py [--backend sqlite|postgresql] [--creates 300] [--rounds 5]
 
+PostgreSQL: a fresh database ``tessera_bench_rules`` on the local server, dropped at the end
+(or the database named by ``TESSERA_BENCH_POSTGRES_URL``, emptied first).
+
 In process (the host's Quart app and its test client; no network), on a fresh database, one
 host with three entities of the same shape (a title and a reference to a project), each
 with a create action of the same inputs:
@@ -12,9 +15,9 @@ with a create action of the same inputs:
 * ``bench.reading``: one validator that reads the referenced project through its read-only
   data API (one more statement: the common "is the parent archived?" rule).
 
-Each round creates ``--creates`` rows of each entity one after the other (sequential
-requests, so the figure is the latency of one create), the entities in turn; ``--rounds``
-rounds. Printed: the median and p95 milliseconds per create of each entity over all rounds,
+Each round creates ``--creates`` rows of each entity, one request at a time (so the figure
+is the latency of one create), the entities interleaved (plain, checked, reading, plain...);
+``--rounds`` rounds after a warm-up round. Printed: the median and p95 milliseconds per create of each entity over all rounds,
 and the ratios of the medians against the baseline measured in the same run.
 """
 
@@ -118,8 +121,8 @@ async def measure(url: str, creates: int, rounds: int) -> dict[str, list[float]]
         )
         project = (await answer.get_json())["outputs"]["id"]
         for round_number in range(rounds + 1):  # round 0 warms up
-            for kind in KINDS:
-                for _ in range(creates):
+            for _ in range(creates):
+                for kind in KINDS:  # interleaved: the load on the machine hits all alike
                     began = time.perf_counter()
                     answer = await client.post(
                         f"/api/actions/bench.{kind}.create",
@@ -154,14 +157,39 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         if args.backend == "sqlite":
             url = f"sqlite:///{folder}/rules.db"
-        else:
-            url = os.environ.get(
-                "TESSERA_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/tessera_bench"
-            )
+        elif "TESSERA_BENCH_POSTGRES_URL" in os.environ:
+            url = os.environ["TESSERA_BENCH_POSTGRES_URL"]  # emptied first
             from plugin_api.testing import reset_postgres
 
             await reset_postgres(url)
-        report(args.backend, await measure(url, args.creates, args.rounds))
+        else:
+            url = await _fresh_postgres(FRESH)
+        try:
+            report(args.backend, await measure(url, args.creates, args.rounds))
+        finally:
+            if url.endswith("/" + FRESH):
+                await _admin(f'DROP DATABASE IF EXISTS "{FRESH}" WITH (FORCE)')
+
+
+FRESH = "tessera_bench_rules"
+ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+async def _admin(statement: str) -> None:
+    import asyncpg
+
+    admin = await asyncpg.connect(ADMIN)
+    try:
+        await admin.execute(statement)
+    finally:
+        await admin.close()
+
+
+async def _fresh_postgres(name: str) -> str:
+    """A new, empty database ``name`` on the local server (dropped first if it exists)."""
+    await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await _admin(f'CREATE DATABASE "{name}"')
+    return ADMIN.rsplit("/", 1)[0] + "/" + name
 
 
 if __name__ == "__main__":
