@@ -10,7 +10,11 @@ action's transaction, and uses the read and write shapes of the HTTP surface (sp
   (400 ``BadRequest`` naming the field when one does not fit).
 
 Writes (effects only) give the row a new ``_version`` and ``updated_at`` and write an audit
-record naming the action that caused them. A write to a row this action has read is guarded
+record naming the action that caused them. They follow the entity's rules (plugin API 1.8):
+field constraints (400 ``BadRequest``), the entity's validators (what they raise) and field
+ownership: a value for a field another plugin owns, or a transition of an entity whose state
+field another plugin owns, is refused with 403 :class:`~plugin_api.errors.OwnershipDenied`;
+run the owner's action instead (:meth:`DataAccess.run`). A write to a row this action has read is guarded
 by the version read: if another transaction changed the row since, the whole action fails
 with 409 ``ConcurrencyConflict`` (never a lost update). Policies get the same object but may
 only read; a write from a policy raises :class:`RuntimeError`.

@@ -5,6 +5,10 @@ Every statement runs on the action's transaction (:class:`~host.storage.Tx`), fi
 the action's tenant. A write is one guarded ``UPDATE ... RETURNING`` (or an ``INSERT``) and
 one audit record naming the action that caused it; values go through the same coercion as
 HTTP inputs (:func:`host.fieldtypes.coerce_write`) and come back rendered like HTTP rows.
+A write follows the entity's rules (plugin API 1.8): field ownership for the writing plugin
+(:func:`~host.runtime.writerules.ownership_refusal`) and the entity's validators
+(:mod:`host.runtime.validation`), run before its statement; ``run`` hands another action to
+the action runtime (:attr:`DataRuntime.runner`).
 """
 
 from __future__ import annotations
