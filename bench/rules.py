@@ -17,8 +17,9 @@ with a create action of the same inputs:
 
 Each round creates ``--creates`` rows of each entity, one request at a time (so the figure
 is the latency of one create), the entities interleaved (plain, checked, reading, plain...);
-``--rounds`` rounds after a warm-up round. Printed: the median and p95 milliseconds per create of each entity over all rounds,
-and the ratios of the medians against the baseline measured in the same run.
+``--rounds`` rounds after a warm-up round. Printed: the median and p95 milliseconds per
+create of each entity over all rounds, and the ratios of the medians against the baseline
+measured in the same run.
 """
 
 from __future__ import annotations

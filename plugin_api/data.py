@@ -14,9 +14,11 @@ record naming the action that caused them. They follow the entity's rules (plugi
 field constraints (400 ``BadRequest``), the entity's validators (what they raise) and field
 ownership: a value for a field another plugin owns, or a transition of an entity whose state
 field another plugin owns, is refused with 403 :class:`~plugin_api.errors.OwnershipDenied`;
-run the owner's action instead (:meth:`DataAccess.run`). A write to a row this action has read is guarded
-by the version read: if another transaction changed the row since, the whole action fails
-with 409 ``ConcurrencyConflict`` (never a lost update). Policies get the same object but may
+run the owner's action instead (:meth:`DataAccess.run`).
+
+A write to a row this action has read is guarded by the version read: if another transaction
+changed the row since, the whole action fails with 409 ``ConcurrencyConflict`` (never a lost
+update). Policies get the same object but may
 only read; a write from a policy raises :class:`RuntimeError`.
 """
 

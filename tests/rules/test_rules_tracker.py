@@ -6,6 +6,7 @@ owner's action, runs the owner's chain and produces its event."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from plugin_api import MAX_RUN_DEPTH, ActionContext
@@ -387,3 +388,15 @@ async def test_a_validator_that_breaks_is_a_500_and_nothing_is_written(
     )
     assert_refused(result, 500, "InternalError")
     assert await database(rules_host) == before
+
+
+async def test_the_openapi_document_shows_declared_constraints_only(rules_host: Host) -> None:
+    answer = await member(rules_host).request("GET", "/openapi.json")
+    assert answer.status == 200
+    text = json.dumps(answer.json, separators=(",", ":"))
+    assert '"pattern":"^(?:[A-Z][A-Z0-9]{1,9})$"' in text  # the project's key
+    assert '"maxLength":40,"minLength":1' in text  # the project's name, max enforced
+    assert "maxLength is enforced (400 beyond it)" in text
+    assert '"maxLength":80,"minLength":3' in text  # the issue's title, max advisory
+    assert "maxLength is advisory" in text
+    assert '"format":"int64","maximum":100,"minimum":0' in text  # the issue's points
