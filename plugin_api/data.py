@@ -18,8 +18,8 @@ run the owner's action instead (:meth:`DataAccess.run`).
 
 A write to a row this action has read is guarded by the version read: if another transaction
 changed the row since, the whole action fails with 409 ``ConcurrencyConflict`` (never a lost
-update). Policies get the same object but may
-only read; a write from a policy raises :class:`RuntimeError`.
+update). Policies get the same object but may only read; a write from a policy raises
+:class:`RuntimeError`.
 """
 
 from __future__ import annotations
