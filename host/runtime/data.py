@@ -70,8 +70,8 @@ class Runner(Protocol):
         *,
         depth: int,
         rehearsal: bool,
-    ) -> tuple[dict[str, Any], str | None]:
-        """The action's outputs and the ``_version`` it wrote."""
+    ) -> dict[str, Any]:
+        """The action's outputs."""
         ...
 
 
@@ -348,7 +348,7 @@ class ActionData:
         compiled = self._rt.graph.actions.get(action) if isinstance(action, str) else None
         if compiled is not None and self._subject == (compiled.entity.fqn, subject):
             raise ValueError(f"{subject!r} is this action's subject: change it with ctx.set()")
-        outputs, _version = await runner(
+        outputs = await runner(
             self._tx,
             action,
             self._actor,

@@ -400,11 +400,11 @@ class ActionRuntime:
         *,
         depth: int,
         rehearsal: bool,
-    ) -> tuple[Outputs, str | None]:
+    ) -> Outputs:
         """Run action ``fqn``'s whole chain inside ``tx`` (``ctx.data.run``, plugin API
         1.8): its role check and the rest as :meth:`run`, its row's write, audit record and
         event deliveries run at once in ``tx`` (a ``rehearsal``: only the row's write, as in
-        a dry run). Return its outputs and the ``_version`` it wrote."""
+        a dry run). Return its outputs."""
         action = self.permitted(fqn, actor)
         if action.kind == "create" and subject_id is not None:
             raise ValueError(f"action '{action.fqn}' creates a row: it takes no subject")
@@ -422,7 +422,7 @@ class ActionRuntime:
                 raise ConcurrencyConflict() from exc.error
             failure = _failure(exc, action, attempt)
             raise failure from failure.__cause__
-        return closing.result, None if attempt.written is None else attempt.written.version
+        return closing.result
 
     # -- chain steps ----------------------------------------------------------------------
 
