@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from plugin_api.version import PLUGIN_API_VERSION, REQUIRES_ATTRIBUTE, provides
+from plugin_api.version import PLUGIN_API_VERSION, REQUIRES_ATTRIBUTE, parse_version, provides
+
+
+def requires_at_least(plugin: object, version: str) -> bool:
+    """Whether ``plugin`` requires plugin API ``version`` or a later one (a plugin that
+    requires nothing, or something unreadable, does not)."""
+    required = getattr(plugin, REQUIRES_ATTRIBUTE, None)
+    try:
+        return isinstance(required, str) and parse_version(required) >= parse_version(version)
+    except ValueError:
+        return False
 
 
 def api_version_error(plugin_name: str, plugin: object) -> str | None:

@@ -43,6 +43,7 @@ from plugin_api.migrations import (
     RenameEntity,
     RenameField,
 )
+from plugin_api.validators import ValidatorHandler
 
 __all__ = [
     "HOOK_NAMES",
@@ -112,6 +113,7 @@ class PluginContribution:
     )
     migrations: tuple[Migration, ...] = ()
     subscribers: tuple[Subscriber, ...] = ()
+    validators: Mapping[str, ValidatorHandler] = field(default_factory=lambda: MappingProxyType({}))
     errors: tuple[str, ...] = ()
 
 
@@ -383,6 +385,7 @@ def contributions(loaded: LoadedPlugins) -> list[PluginContribution]:
                     "tessera_migrations", _MIGRATION_TYPES, "a migration declaration"
                 ),
                 subscribers=collect.sequence("tessera_subscribers", Subscriber, "a Subscriber"),
+                validators=collect.handlers("tessera_validators"),
                 errors=tuple(collect.errors),
             )
         )

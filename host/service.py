@@ -103,7 +103,7 @@ class Service:
             graph=graph,
             schema=schema,
             storage=storage,
-            runtime=ActionRuntime(graph, storage, schema, events.outbox, entities),
+            runtime=ActionRuntime(graph, storage, schema, events.outbox, entities, events.data),
             entities=entities,
             reads=ProjectionReads(graph, storage, schema, cursors),
             idempotency=idempotency,

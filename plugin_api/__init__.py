@@ -18,8 +18,9 @@ from plugin_api.access import (
 )
 from plugin_api.conditions import OPERATORS, AnyOf, Condition, Operator
 from plugin_api.context import ActionContext, EffectHandler, PolicyHandler, QueryHandle
-from plugin_api.data import DataAccess, HistoryRecord, Row
+from plugin_api.data import MAX_RUN_DEPTH, DataAccess, HistoryRecord, Row
 from plugin_api.definitions import (
+    ANY_FIELD,
     NO_DEFAULT,
     SYSTEM_FIELDS,
     Action,
@@ -35,6 +36,7 @@ from plugin_api.definitions import (
     TransitionAction,
     UpdateAction,
     Workflow,
+    WrittenBy,
 )
 from plugin_api.errors import (
     ActorRequired,
@@ -46,6 +48,7 @@ from plugin_api.errors import (
     IdempotencyKeyReused,
     InternalError,
     NotFound,
+    OwnershipDenied,
     PolicyDenied,
     PolicySubjectRequired,
     ProjectionNotFound,
@@ -81,12 +84,15 @@ from plugin_api.policies import (
     dry_run_safe,
     is_dry_run_safe,
 )
+from plugin_api.validators import RowWrite, ValidatorHandler
 from plugin_api.version import PLUGIN_API_VERSION
 
 __all__ = [
     "ANONYMOUS_ACTOR",
+    "ANY_FIELD",
     "ENTRY_POINT_GROUP",
     "MAX_PAGE_SIZE",
+    "MAX_RUN_DEPTH",
     "NO_DEFAULT",
     "OPERATORS",
     "PLUGIN_API_VERSION",
@@ -128,6 +134,7 @@ __all__ = [
     "Migration",
     "NotFound",
     "Operator",
+    "OwnershipDenied",
     "PolicyDenied",
     "PolicyHandler",
     "PolicySubjectRequired",
@@ -144,6 +151,7 @@ __all__ = [
     "Row",
     "RowCondition",
     "RowScope",
+    "RowWrite",
     "ServiceUnavailable",
     "Stamp",
     "StampSource",
@@ -158,10 +166,12 @@ __all__ = [
     "UnknownAction",
     "UnsupportedMediaType",
     "UpdateAction",
+    "ValidatorHandler",
     "Workflow",
     "WorkflowGuardDenied",
     "WorkflowStateMismatch",
     "WorkflowSubjectNotFound",
+    "WrittenBy",
     "batch_policy",
     "dry_run_safe",
     "hookimpl",

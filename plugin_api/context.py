@@ -104,8 +104,10 @@ class ActionContext(Protocol):
         """Write ``value`` (in the field's write shape) into ``field`` of the row being
         created or changed, and report it in the action's outputs.
 
-        Raises :class:`plugin_api.errors.BadRequest` if the value does not fit the field.
-        Only an effect may call it (policies must not change data).
+        Raises :class:`plugin_api.errors.BadRequest` if the value does not fit the field (or
+        breaks one of its constraints), :class:`plugin_api.errors.OwnershipDenied` if another
+        plugin than the effect's owns the field (plugin API 1.8). Only an effect may call it
+        (policies must not change data).
         """
         ...
 

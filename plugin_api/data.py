@@ -10,21 +10,39 @@ action's transaction, and uses the read and write shapes of the HTTP surface (sp
   (400 ``BadRequest`` naming the field when one does not fit).
 
 Writes (effects only) give the row a new ``_version`` and ``updated_at`` and write an audit
-record naming the action that caused them. A write to a row this action has read is guarded
-by the version read: if another transaction changed the row since, the whole action fails
-with 409 ``ConcurrencyConflict`` (never a lost update). Policies get the same object but may
-only read; a write from a policy raises :class:`RuntimeError`.
+record naming the action that caused them. They follow the entity's rules (plugin API 1.8):
+field constraints (400 ``BadRequest``), the entity's validators (what they raise) and field
+ownership: a value for a field another plugin owns, or a transition of an entity whose state
+field another plugin owns, is refused with 403 :class:`~plugin_api.errors.OwnershipDenied`;
+run the owner's action instead (:meth:`DataAccess.run`).
+
+A write to a row this action has read is guarded by the version read: if another transaction
+changed the row since, the whole action fails with 409 ``ConcurrencyConflict`` (never a lost
+update). Policies get the same object but may only read; a write from a policy raises
+:class:`RuntimeError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 from plugin_api.conditions import OPERATORS, Condition, Operator
 
-__all__ = ["OPERATORS", "Condition", "DataAccess", "HistoryRecord", "Operator", "Row"]
+__all__ = [
+    "MAX_RUN_DEPTH",
+    "OPERATORS",
+    "Condition",
+    "DataAccess",
+    "HistoryRecord",
+    "Operator",
+    "Row",
+]
+
+MAX_RUN_DEPTH: Final = 4
+"""How deep :meth:`DataAccess.run` may nest: an action run from an effect is level 1, an
+action its effect runs level 2, ... (plugin API 1.8)."""
 
 Row: TypeAlias = Mapping[str, Any]
 """A row in read shape, system fields included."""
@@ -114,6 +132,29 @@ class DataAccess(Protocol):
         :raises WorkflowStateMismatch: the row is not in a source state of the transition.
         :raises NotFound: the tenant has no such row.
         :raises ConcurrencyConflict: the row changed since this action read it.
+        """
+        ...
+
+    async def run(
+        self,
+        action: str,
+        *,
+        subject: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> Mapping[str, Any]:
+        """Run the action ``action`` (any plugin's; plugin API 1.8) as the current actor,
+        inside this transaction, and return its outputs: its whole chain runs (role check,
+        custom policies, subject lookup, workflow gate, inputs, stamps, effect, entity
+        validators, audit record, event), as if the actor had invoked it over HTTP, and it
+        writes as its own plugin (so it may set the fields its plugin owns). ``subject``:
+        the row's id (``None`` for a create). Effects only; nested runs are bounded
+        (:data:`MAX_RUN_DEPTH` levels).
+
+        :raises TesseraError: what the action answers with over HTTP (``UnknownAction``,
+            ``PolicyDenied``, ``WorkflowStateMismatch``, ``BadRequest``...); the caller's
+            whole action is then rolled back unless it catches it.
+        :raises ValueError: ``subject`` is the calling action's own subject.
+        :raises RuntimeError: called from a policy or a validator, or nested too deep.
         """
         ...
 

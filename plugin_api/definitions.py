@@ -55,6 +55,20 @@ def _as_member(definition: object, name: str, kind: type[enum.Enum]) -> None:
             object.__setattr__(definition, name, kind(value))
 
 
+class WrittenBy(str, enum.Enum):
+    """Who may write a field (plugin API 1.8, :attr:`Field.written_by`). The *owner* is the
+    plugin that defines the entity."""
+
+    OWNER = "owner"
+    """Only the owning plugin: its actions (inputs, stamps, transitions), its effects
+    (:meth:`~plugin_api.ActionContext.set`, the data API) and its subscribers. Another
+    plugin's data-API write naming the field, or another plugin's action listing it, is
+    refused."""
+    OWNER_EFFECTS = "owner_effects"
+    """As :attr:`OWNER`, and never from a request's inputs: only the owning plugin's stamps,
+    effects and subscribers write it (a value the plugin computes, such as a number)."""
+
+
 class FieldType(str, enum.Enum):
     """The writable field types: the six of the interface (spec 2.6) and ``reference``.
 
@@ -82,12 +96,29 @@ class Field:
     :param nullable: whether the field accepts and stores null.
     :param default: a raw default in the write shape of the type, or :data:`NO_DEFAULT`.
         A field that is not nullable and has no default is *required* on create.
-    :param max_length: advisory maximum length of a ``string`` (not enforced by storage).
+    :param max_length: advisory maximum length of a ``string`` (not enforced, as the
+        interface says) unless ``enforce_max_length`` is set.
     :param options: the closed, ordered set of values of an ``enum``.
     :param currency: the ISO 4217 currency code of a ``money`` field.
     :param target: the FQN of the entity a ``reference`` field points at (any plugin's).
         Rows are never deleted by the v0.1 actions, so a referenced row cannot disappear;
         a future delete must refuse to remove a row that is still referenced.
+
+    Constraints (plugin API 1.8), enforced on every write through the runtime (action
+    inputs, stamps, :meth:`~plugin_api.ActionContext.set`, the data API); a value that
+    breaks one is a 400 ``BadRequest`` naming the field and the rule. ``None`` (the
+    default) declares nothing; null values are not checked (``nullable`` says whether null
+    is allowed).
+
+    :param min_length: minimum length of a ``string`` (in code points).
+    :param enforce_max_length: make ``max_length`` a rule (``string``).
+    :param pattern: a regular expression (Python :mod:`re` syntax) a ``string`` value must
+        match as a whole (``re.fullmatch``).
+    :param minimum: the smallest value of an ``integer`` (an int), or the smallest amount
+        of a ``money`` field (an int or decimal text such as ``"0.01"``).
+    :param maximum: the largest value, as ``minimum``.
+    :param written_by: who may write the field (:class:`WrittenBy`); ``None``: anyone
+        who may write the row.
     """
 
     name: str
@@ -99,10 +130,18 @@ class Field:
     options: tuple[str, ...] = ()
     currency: str | None = None
     target: str | None = None
+    min_length: int | None = None
+    enforce_max_length: bool = False
+    pattern: str | None = None
+    minimum: int | str | None = None
+    maximum: int | str | None = None
+    written_by: WrittenBy | None = None
 
     def __post_init__(self) -> None:
         _as_member(self, "type", FieldType)
         _as_tuples(self, "options")
+        if self.written_by is not None:
+            _as_member(self, "written_by", WrittenBy)
 
     @property
     def has_default(self) -> bool:
@@ -218,6 +257,10 @@ class Entity:
         (plugin API 1.8): a reference to the entity renders as this field's value in the
         ViewSchema 1.4.0 (``_display``) and in the console. ``None``: references to it
         render as the id.
+    :param validators: names of entity validators (``tessera_validators``, plugin API 1.8)
+        run on every create, update and transition of a row of the entity, whoever writes
+        it (an action or any plugin's data API), in the writing transaction; any of them may
+        refuse the write (:mod:`plugin_api.validators`).
     """
 
     fqn: str
@@ -225,9 +268,10 @@ class Entity:
     workflow: Workflow | None = None
     access: ReadAccess | None = None
     display: str | None = None
+    validators: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _as_tuples(self, "fields")
+        _as_tuples(self, "fields", "validators")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -256,6 +300,19 @@ class CreateAction:
         _as_tuples(self, "inputs", "stamps", "roles", "policies")
 
 
+class _AnyField(enum.Enum):
+    ANY_FIELD = "ANY_FIELD"
+
+    def __repr__(self) -> str:
+        return "ANY_FIELD"
+
+
+ANY_FIELD: Final = _AnyField.ANY_FIELD
+"""``TransitionAction(stampable=ANY_FIELD)``: a request's inputs may set every declared field
+but the workflow state field (and fields another plugin owns, or only effects write); the
+default of plugins requiring plugin API 1.7 or older (plugin API 1.8)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TransitionAction:
     """An action that performs a workflow transition on an existing row.
@@ -265,16 +322,17 @@ class TransitionAction:
     transition's own stamps are written after the inputs, so they win.
 
     :param transition: the name of the workflow transition it performs.
-    :param stampable: the fields a request's inputs may set. ``None`` (the default) allows
-        every declared field except the workflow state field; name the fields explicitly
-        (``()`` for none) so that a transition cannot overwrite a value another step owns,
-        such as a number assigned by an effect.
+    :param stampable: the fields a request's inputs may set. Unspecified (``None``): for a
+        plugin that requires plugin API 1.8 or later (``TESSERA_PLUGIN_API``), no field
+        (only the transition's declared stamps are written); for an older plugin, as
+        :data:`ANY_FIELD`. Name the fields explicitly, or give :data:`ANY_FIELD` to let
+        the inputs set every declared field but the state field.
     """
 
     fqn: str
     entity: str
     transition: str
-    stampable: tuple[str, ...] | None = None
+    stampable: tuple[str, ...] | _AnyField | None = None
     roles: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
     effect: str | None = None

@@ -68,6 +68,13 @@ class PolicyDenied(TesseraError):
     default_message = "Policy denied"
 
 
+class OwnershipDenied(PolicyDenied):
+    """403 with the ``PolicyDenied`` kind (plugin API 1.8): a write by one plugin of a field
+    another plugin owns (``Field(written_by=...)``), or of a field only effects write from a
+    request's inputs. The message names the field and the owning plugin. The kind stays one
+    every client knows (the spec's taxonomy is closed)."""
+
+
 class TenantBoundaryViolation(TesseraError):
     """403: ``subject.tenantId`` differs from the active tenant."""
 
@@ -239,5 +246,6 @@ EXTENDED_ERRORS: tuple[type[TesseraError], ...] = (
     DryRunUnsupported,
     ServiceUnavailable,
     Unauthenticated,
+    OwnershipDenied,
 )
 """The errors the host answers with beyond the spec's table (not in the v0.1 spec), by status."""

@@ -22,6 +22,7 @@ from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import Action, Entity, Projection
 from plugin_api.events import Subscriber
 from plugin_api.migrations import Migration
+from plugin_api.validators import ValidatorHandler
 
 # ---------------------------------------------------------------------------------------------
 # Contribution hooks: called once per plugin when the host compiles the metadata graph.
@@ -130,6 +131,22 @@ def tessera_read_policies() -> Mapping[str, ReadPolicyHandler]:
     Result rule: as for :func:`tessera_policies`; every name a projection's
     ``access.policies`` refers to must be implemented by some installed plugin. Read policies
     run after the role check and before anything is read; they must not touch the database.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def tessera_validators() -> Mapping[str, ValidatorHandler]:
+    """Return the entity validators this plugin implements, by name (plugin API 1.8).
+
+    :returns: a mapping of validator name (such as ``tracker.open_project``) to a handler
+        taking a :class:`~plugin_api.RowWrite` (sync or async) that raises an error of the
+        taxonomy to refuse the write (:mod:`plugin_api.validators`).
+
+    Result rule: as for :func:`tessera_policies`; every name an entity's ``validators``
+    refers to must be implemented by some installed plugin. Validators run on every create,
+    update and transition of a row of the entity, whoever writes it, inside the writing
+    transaction, after the values are assembled and before the row is written.
     """
     raise NotImplementedError
 

@@ -29,7 +29,12 @@ history ``ActionContext.data.history`` and ``HistoryRecord``; ``Unauthenticated`
 mode); the entity read floor ``Entity(access=...)``; 1.8 relations: the display field
 ``Entity(display=...)``, followed projection fields (``project.key``), ``RowScope(fields=...)``,
 scopes and read-policy conditions through a reference, ``AnyOf`` / ``Condition.any_of`` and
-``ReadContext.followed``)."""
+``ReadContext.followed``; entity rules: field constraints ``Field(min_length=...,
+enforce_max_length=..., pattern=..., minimum=..., maximum=...)``, field ownership
+``Field(written_by=...)`` and ``WrittenBy``, ``OwnershipDenied``, entity validators
+``Entity(validators=...)``, the ``tessera_validators`` hook, ``RowWrite``, ``ValidatorHandler``,
+``DataAccess.run`` and ``MAX_RUN_DEPTH``, ``ANY_FIELD`` and the stampable-nothing default of
+``TransitionAction`` for plugins requiring 1.8)."""
 
 REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
 """The plugin module's attribute naming the plugin API version it requires."""

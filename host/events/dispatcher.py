@@ -212,7 +212,8 @@ class Dispatcher:
         actor = Actor(tenant_id=event.tenant_id, actor_id=target.name, roles=frozenset())
 
         async def work(tx: Tx) -> Closing[None]:
-            data = ActionData(self._data, tx, event.action, actor, None)
+            plugin = self._data.graph.subscribers[target.name].plugin
+            data = ActionData(self._data, tx, event.action, actor, None, plugin=plugin)
             data.writable = True
             await asyncio.wait_for(target.handler(_Context(event, attempt, data)), target.timeout_s)
             return Closing(None, (self._store.done(delivery, self.owner),), guarded=True)

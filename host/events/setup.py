@@ -66,11 +66,12 @@ class Events:
         found = targets(graph, settings)
         self.outbox = Outbox(storage.dialect, schema.deliveries.name, _routes(graph, found))
         self.store = DeliveryStore(storage, schema.deliveries.name, schema.audit.name)
+        self.data = DataRuntime(graph, entities)
+        """The data API of the transactional subscribers (the action runtime shares it, so
+        their ``ctx.data.run`` runs actions)."""
         self.dispatcher: Dispatcher | None = None
         if settings.events_dispatch and found:
-            self.dispatcher = Dispatcher(
-                self.store, found, settings, DataRuntime(graph, entities), on_outcome
-            )
+            self.dispatcher = Dispatcher(self.store, found, settings, self.data, on_outcome)
 
     def start(self) -> None:
         if self.dispatcher is not None:

@@ -16,6 +16,7 @@ This package is the values layer: it imports only ``plugin_api`` and SQLAlchemy 
 
 from host.fieldtypes._base import ORDERED, Ordering, Renderer, Schema, Unconvertible, ValueType
 from host.fieldtypes._boolean import BooleanType
+from host.fieldtypes._constraints import bound_of, check_constraints, constrained, pattern_of
 from host.fieldtypes._datetime import (
     DATETIME_TEXT_LENGTH,
     DatetimeType,
@@ -102,14 +103,18 @@ __all__ = [
     "Unconvertible",
     "ValueType",
     "VersionType",
+    "bound_of",
+    "check_constraints",
     "coerce_default",
     "coerce_write",
     "column_type",
+    "constrained",
     "format_datetime",
     "named",
     "now_db",
     "of",
     "parse_datetime",
+    "pattern_of",
     "render",
     "render_datetime",
     "render_field",

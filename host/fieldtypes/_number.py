@@ -159,10 +159,13 @@ class IntegerType(ValueType):
         return _integral(text_of(shape))
 
     def write_schema(self, field: Field) -> Schema:
+        # Declared bounds (plugin API 1.8) narrow the range; without them it is int64's.
+        low = field.minimum if isinstance(field.minimum, int) else INT64_MIN
+        high = field.maximum if isinstance(field.maximum, int) else INT64_MAX
         return {
             "anyOf": [
-                {"type": "integer", "format": "int64", "minimum": INT64_MIN, "maximum": INT64_MAX},
-                {"type": "number", "minimum": INT64_MIN, "maximum": INT64_MAX},
+                {"type": "integer", "format": "int64", "minimum": low, "maximum": high},
+                {"type": "number", "minimum": low, "maximum": high},
                 {"type": "string", "pattern": DECIMAL_PATTERN},
             ],
             "description": "An integer; a number with a fraction or a numeric string is "

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from host.fieldtypes._base import ValueType, null_write
 from host.fieldtypes._boolean import BooleanType
+from host.fieldtypes._constraints import check_constraints
 from host.fieldtypes._datetime import DatetimeType
 from host.fieldtypes._number import IntegerType, MoneyType
 from host.fieldtypes._system import IdentityType, SystemStringType, TimestampType, VersionType
@@ -95,11 +96,14 @@ def coerce_write(field: Field, value: object) -> object:
     """Validate a write-shape ``value`` for ``field`` and return its database value.
 
     Raises :class:`~plugin_api.errors.BadRequest` naming the field and what it expects when
-    the value does not fit (including ``None`` for a field that is not nullable).
+    the value does not fit (including ``None`` for a field that is not nullable) or breaks
+    one of the field's declared constraints (:mod:`host.fieldtypes._constraints`).
     """
     if value is None:
         return null_write(field)
-    return named(field.type).write(field, value)
+    written = named(field.type).write(field, value)
+    check_constraints(field, written)
+    return written
 
 
 @lru_cache(maxsize=1024)

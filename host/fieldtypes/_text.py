@@ -57,7 +57,15 @@ def _string_schema(field: Field) -> Schema:
     schema: Schema = {"type": "string", "description": TEXT_NOTE}
     if field.max_length is not None:
         schema["maxLength"] = field.max_length
-        schema["description"] += " maxLength is advisory: the service does not enforce it."
+        if field.enforce_max_length:
+            schema["description"] += " maxLength is enforced (400 beyond it)."
+        else:
+            schema["description"] += " maxLength is advisory: the service does not enforce it."
+    # Declared constraints (plugin API 1.8) only: an undeclared field's schema is unchanged.
+    if field.min_length is not None:
+        schema["minLength"] = field.min_length
+    if field.pattern is not None:
+        schema["pattern"] = f"^(?:{field.pattern})$"  # JSON Schema patterns are unanchored
     return schema
 
 

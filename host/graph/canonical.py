@@ -49,15 +49,31 @@ JSONObject = dict[str, object]
 
 
 _SCALARS: Final = (str, int, float, bool, type(None))
-_ADDED_LATER: Final = frozenset({"target", "display", "fields"})
-"""Attributes added after v0.1, left out while ``None`` (``Field.target``,
-``Entity.display``, ``RowScope.fields``; ``Entity.fields`` and ``Projection.fields`` are never
-``None``)."""
+_ADDED_LATER: Final[Mapping[str, object]] = {
+    "target": None,
+    "display": None,
+    "fields": None,
+    "min_length": None,
+    "enforce_max_length": False,
+    "pattern": None,
+    "minimum": None,
+    "maximum": None,
+    "written_by": None,
+    "validators": (),
+}
+"""Attributes added after v0.1 (``Field.target``; plugin API 1.8: ``Entity.display``,
+``RowScope.fields``, the field constraints, ``Field.written_by``, ``Entity.validators``), left
+out while at their default, so the hash of a graph that does not use them is the one it had
+before they existed (``Entity.fields`` and ``Projection.fields`` are never ``None``: kept)."""
 
 
 @functools.cache
 def _attribute_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _is_default(attribute: object, default: object) -> bool:
+    return type(attribute) is type(default) and attribute == default
 
 
 def _encode(value: object) -> object:
@@ -71,7 +87,7 @@ def _encode(value: object) -> object:
         encoded = {}
         for name in _attribute_names(type(value)):
             attribute = getattr(value, name)
-            if attribute is None and name in _ADDED_LATER:
+            if name in _ADDED_LATER and _is_default(attribute, _ADDED_LATER[name]):
                 continue  # absent as before it existed: the hash of older graphs holds
             if type(attribute) in _SCALARS:
                 encoded[name] = attribute
@@ -107,6 +123,7 @@ def canonical_document(
     policies: Iterable[str],
     effects: Iterable[str],
     read_policies: Iterable[str] = (),
+    validators: Iterable[str] = (),
 ) -> JSONObject:
     """The canonical form as a JSON-ready dict (see the module docstring)."""
     definitions = [
@@ -123,6 +140,8 @@ def canonical_document(
     }
     if read := sorted(read_policies):  # absent when empty: earlier graphs keep their hash
         document["readPolicies"] = read
+    if named := sorted(validators):  # plugin API 1.8, absent when empty as above
+        document["validators"] = named
     return document
 
 
@@ -134,6 +153,7 @@ def canonical_form(
     policies: Iterable[str],
     effects: Iterable[str],
     read_policies: Iterable[str] = (),
+    validators: Iterable[str] = (),
 ) -> bytes:
     """The canonical serialisation (UTF-8 JSON bytes) the graph hash is computed over.
 
@@ -147,6 +167,7 @@ def canonical_form(
         policies=policies,
         effects=effects,
         read_policies=read_policies,
+        validators=validators,
     )
     text = json.dumps(
         document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from host.fieldtypes import coerce_write
+from host.fieldtypes import bound_of, coerce_write, pattern_of
 from plugin_api.definitions import (
     SYSTEM_FIELDS,
     Field,
@@ -20,6 +20,7 @@ from plugin_api.definitions import (
     StampSource,
     Transition,
     Workflow,
+    WrittenBy,
 )
 from plugin_api.errors import BadRequest
 from plugin_api.identity import ROLE_NAME_PATTERN, is_role_name
@@ -150,8 +151,83 @@ def _check_type_options(field: Field, say: Say) -> bool:
     return ok
 
 
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_text_rules(field: Field, say: Say) -> bool:
+    """``min_length``, ``enforce_max_length`` and ``pattern`` (string fields only)."""
+    ok = True
+    declared = [
+        name
+        for name, value in (("min_length", field.min_length), ("pattern", field.pattern))
+        if value is not None
+    ] + (["enforce_max_length"] if field.enforce_max_length is not False else [])
+    if field.type is not FieldType.STRING:
+        for name in declared:
+            say(f"{name} is only allowed on string fields")
+        return not declared
+    if field.min_length is not None and not _positive_int(field.min_length):
+        say(f"min_length must be a non-negative integer, got {field.min_length!r}")
+        ok = False
+    if not isinstance(field.enforce_max_length, bool):
+        say(f"enforce_max_length must be a bool, got {field.enforce_max_length!r}")
+        ok = False
+    elif field.enforce_max_length and field.max_length is None:
+        say("enforce_max_length needs a max_length")
+        ok = False
+    if (
+        ok
+        and field.min_length is not None
+        and isinstance(field.max_length, int)
+        and field.min_length > field.max_length
+    ):
+        say(f"min_length {field.min_length} is greater than max_length {field.max_length}")
+        ok = False
+    if field.pattern is not None:
+        try:
+            if not isinstance(field.pattern, str):
+                raise TypeError(f"must be a string, got {type(field.pattern).__name__}")
+            pattern_of(field.pattern)
+        except (re.error, TypeError) as exc:
+            say(f"pattern {field.pattern!r} is not a regular expression: {exc}")
+            ok = False
+    return ok
+
+
+def _check_range_rules(field: Field, say: Say) -> bool:
+    """``minimum`` and ``maximum`` (integer and money fields only)."""
+    bounds = [(n, v) for n, v in (("minimum", field.minimum), ("maximum", field.maximum))]
+    declared = [(name, value) for name, value in bounds if value is not None]
+    if field.type not in (FieldType.INTEGER, FieldType.MONEY):
+        for name, _value in declared:
+            say(f"{name} is only allowed on integer and money fields")
+        return not declared
+    ok = True
+    for name, value in declared:
+        if bound_of(field, value) is None:
+            expected = "an integer" if field.type is FieldType.INTEGER else "an int or decimal text"
+            say(f"{name} must be {expected}, got {value!r}")
+            ok = False
+    low, high = bound_of(field, field.minimum), bound_of(field, field.maximum)
+    if ok and low is not None and high is not None and low > high:
+        say(f"minimum {field.minimum!r} is greater than maximum {field.maximum!r}")
+        ok = False
+    return ok
+
+
+def _check_rules(field: Field, say: Say) -> bool:
+    """The plugin API 1.8 attributes: constraints and ``written_by``."""
+    ok = _check_text_rules(field, say)
+    ok = _check_range_rules(field, say) and ok
+    if field.written_by is not None and not isinstance(field.written_by, WrittenBy):
+        say(f"written_by must be a WrittenBy or None, got {field.written_by!r}")
+        ok = False
+    return ok
+
+
 def check_field(field: Field, say: Say) -> None:
-    """Check one declared field: name, type options and default."""
+    """Check one declared field: name, type options, constraints and default."""
     problem = name_problem(field.name)
     if problem is not None:
         say(f"name {problem}")
@@ -165,7 +241,8 @@ def check_field(field: Field, say: Say) -> None:
     if not isinstance(field.nullable, bool):
         say(f"nullable must be a bool, got {field.nullable!r}")
         return
-    if _check_type_options(field, say) and field.has_default:
+    rules = _check_rules(field, say)
+    if _check_type_options(field, say) and rules and field.has_default:
         problem = fits(field, field.default)
         if problem is not None:
             say(f"default {field.default!r} does not fit the field: {problem}")

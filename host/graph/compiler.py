@@ -36,6 +36,13 @@ from host.graph.model import (
     Graph,
     RegisteredHandler,
 )
+from host.graph.rules import (
+    STAMPABLE_NOTHING_FROM,
+    check_ownership,
+    check_validator_names,
+    resolve_stampable,
+)
+from host.plugin_version import requires_at_least
 from host.plugins import LoadedPlugins, PluginContribution, PluginInfo, contributions
 from plugin_api.definitions import (
     SYSTEM_FIELDS,
@@ -302,6 +309,7 @@ def _compile_action(
         say(f"refers to entity {action.entity!r}, which no installed plugin defines")
         return None
     transition = _check_action_kind(action, entity, say)
+    check_ownership(action, plugin, entity, say)
     return CompiledAction(definition=action, plugin=plugin, entity=entity, transition=transition)
 
 
@@ -419,6 +427,12 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
     read_policies = _handlers(
         "read policy", ((c.plugin, c.read_policies) for c in contribs), errors
     )
+    validators = _handlers("validator", ((c.plugin, c.validators) for c in contribs), errors)
+    modern = {
+        info.name
+        for info, plugin in loaded.plugins
+        if requires_at_least(plugin, STAMPABLE_NOTHING_FROM)
+    }
 
     entity_defs = _merge(
         "entity", _valid(_of(contribs, lambda c: c.entities), Entity, "an entity", errors), errors
@@ -437,7 +451,8 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         errors,
     )
     actions: dict[str, CompiledAction] = {}
-    for fqn, (plugin, action) in sorted(action_defs.items()):
+    for fqn, (plugin, declared) in sorted(action_defs.items()):
+        action = resolve_stampable(declared, plugin.name in modern)
         _check_handlers(action, plugin, policies, effects, errors)
         compiled_action = _compile_action(action, plugin, entities, errors)
         if compiled_action is not None:
@@ -458,6 +473,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
     for fqn, entity in entities.items():
         say = errors.about(entity.plugin, f"entity {fqn!r}")
         check_access(entity.definition.access, entity, read_policies, say)
+    check_validator_names(entities.values(), validators, errors.messages.append)
     if errors.messages:
         raise GraphError(errors.messages)
 
@@ -469,6 +485,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
             policies=policies,
             effects=effects,
             read_policies=read_policies,
+            validators=validators,
         )
     except (TypeError, ValueError) as exc:  # a value JSON cannot hold exactly
         raise GraphError([f"the graph has no canonical JSON form: {exc}"]) from exc
@@ -481,6 +498,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         effects=MappingProxyType(effects),
         read_policies=MappingProxyType(read_policies),
         subscribers=MappingProxyType(subscribers),
+        validators=MappingProxyType(validators),
         canonical=canonical,
         hash=graph_hash(canonical),
         migrations=migrations,

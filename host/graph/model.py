@@ -22,8 +22,9 @@ from plugin_api.definitions import (
     Workflow,
 )
 from plugin_api.events import Subscriber
+from plugin_api.validators import ValidatorHandler
 
-H = TypeVar("H", EffectHandler, PolicyHandler, ReadPolicyHandler, Subscriber)
+H = TypeVar("H", EffectHandler, PolicyHandler, ReadPolicyHandler, Subscriber, ValidatorHandler)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -107,8 +108,8 @@ class CompiledProjection:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RegisteredHandler(Generic[H]):
-    """A named custom policy, effect, read policy or event subscriber and the plugin that
-    implements it."""
+    """A named custom policy, effect, read policy, event subscriber or entity validator and
+    the plugin that implements it."""
 
     name: str
     plugin: PluginInfo
@@ -135,6 +136,8 @@ class Graph:
     """Lower-case hex SHA-256 of :attr:`canonical`."""
     migrations: Migrations = field(default_factory=Migrations)
     """The plugins' migration declarations (not part of :attr:`canonical`)."""
+    validators: Mapping[str, RegisteredHandler[ValidatorHandler]] = field(default_factory=dict)
+    """Entity validators by name (plugin API 1.8; their names are in :attr:`canonical`)."""
     warnings: tuple[str, ...] = ()
     """What compiles but is probably a mistake (``tessera check`` prints them, a start logs
     them); not part of :attr:`canonical`."""

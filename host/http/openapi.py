@@ -27,6 +27,7 @@ from host.fieldtypes import (
 )
 from host.graph.follow import follow
 from host.graph.model import CompiledAction, CompiledEntity, CompiledProjection, Graph
+from host.graph.rules import stampable_fields
 from host.http.cors import ALLOW_HEADERS_WITH_KEY, CORS_HEADERS, SECURITY_HEADERS
 from host.http.jsonschema import Schema, column_schema, nullable, object_schema, write_schema
 from host.http.openapi_availability import (
@@ -480,22 +481,12 @@ def _access_text(access: ReadAccess) -> str:
 # -- actions -----------------------------------------------------------------------------------
 
 
-def _stampable(action: CompiledAction) -> tuple[str, ...]:
-    definition = action.definition
-    assert isinstance(definition, TransitionAction)
-    if definition.stampable is not None:
-        return definition.stampable
-    workflow = action.entity.workflow
-    state = workflow.state_field if workflow else None
-    return tuple(name for name in action.entity.fields if name != state)
-
-
 def inputs_schema(action: CompiledAction) -> Schema:
     """The ``inputs`` object an action accepts (absent or null means ``{}``)."""
     fields = action.entity.fields
     definition = action.definition
     if isinstance(definition, TransitionAction):
-        names = _stampable(action)
+        names = stampable_fields(action)
         schema = object_schema({n: write_schema(fields[n]) for n in names}, [], closed=False)
         schema["description"] = (
             "Keys naming a stampable field are validated and written; any other key is "
@@ -556,7 +547,7 @@ def output_fields(action: CompiledAction) -> tuple[list[str], list[str]]:
     else:
         assert action.transition is not None
         stamped = [stamp.field for stamp in action.transition.stamps]
-        possible = [*state, *stamped, *_stampable(action)]
+        possible = [*state, *stamped, *stampable_fields(action)]
     if isinstance(definition, CreateAction):
         return ["id", *_unique(possible)], ["id", *state]
     always = ["_version"]

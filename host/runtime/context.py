@@ -10,6 +10,7 @@ from host.fieldtypes import coerce_write
 from host.graph.model import CompiledAction
 from host.runtime.actor import Actor
 from host.runtime.data import ActionData
+from host.runtime.writerules import ownership_refusal
 from host.storage import Schema, Storage, Tx
 from host.storage.rows import field_renderer
 from plugin_api.definitions import Action, Entity
@@ -120,9 +121,13 @@ class InvocationContext:
     def set(self, field: str, value: Any) -> None:
         if not self.writable:
             raise RuntimeError("only a custom effect may change data; policies must not")
-        definition = self._action.entity.fields.get(field)
+        entity = self._action.entity
+        definition = entity.fields.get(field)
         if definition is None:
-            raise KeyError(f"entity {self._action.entity.fqn!r} has no field {field!r}")
+            raise KeyError(f"entity {entity.fqn!r} has no field {field!r}")
+        refusal = ownership_refusal(entity, self._data.plugin, (field,))
+        if refusal is not None:
+            raise refusal
         self.write(field, coerce_write(definition, value), output=True)
 
     async def next_sequence(self, name: str) -> int:

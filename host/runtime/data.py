@@ -5,24 +5,31 @@ Every statement runs on the action's transaction (:class:`~host.storage.Tx`), fi
 the action's tenant. A write is one guarded ``UPDATE ... RETURNING`` (or an ``INSERT``) and
 one audit record naming the action that caused it; values go through the same coercion as
 HTTP inputs (:func:`host.fieldtypes.coerce_write`) and come back rendered like HTTP rows.
+A write follows the entity's rules (plugin API 1.8): field ownership for the writing plugin
+(:func:`~host.runtime.writerules.ownership_refusal`) and the entity's validators
+(:mod:`host.runtime.validation`), run before its statement; ``run`` hands another action to
+the action runtime (:attr:`DataRuntime.runner`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from typing import Any, Final, Protocol, TypeVar
 
 from host.fieldtypes import coerce_write, now_db
 from host.graph.model import CompiledAction, CompiledEntity, Graph
+from host.plugins import PluginInfo
 from host.query.conditions import Condition as ListCondition
 from host.query.conditions import ConditionError, column_of, from_value
 from host.runtime.actor import Actor
 from host.runtime.history import public_record
+from host.runtime.validation import validate, validators_of
 from host.runtime.writerules import (
     audit_record,
     field_changes,
     missing_required,
+    ownership_refusal,
     seed_new_row,
     state_mismatch,
     transition_row,
@@ -31,7 +38,7 @@ from host.storage import Statement, Tx, is_transient
 from host.storage.auditlog import row_history
 from host.storage.store import EntityStore
 from plugin_api.conditions import Condition, Operator
-from plugin_api.data import HistoryRecord, Row
+from plugin_api.data import MAX_RUN_DEPTH, HistoryRecord, Row
 from plugin_api.definitions import FieldType, Transition
 from plugin_api.errors import (
     AuditEmissionFailed,
@@ -41,7 +48,7 @@ from plugin_api.errors import (
     WorkflowStateMismatch,
 )
 
-__all__ = ["ActionData", "DataRuntime"]
+__all__ = ["ActionData", "DataRuntime", "Runner"]
 
 logger = logging.getLogger("tessera.runtime")
 T = TypeVar("T")
@@ -49,9 +56,29 @@ T = TypeVar("T")
 MAX_FIND_LIMIT: Final = 1000
 
 
+class Runner(Protocol):
+    """Runs an action's whole chain inside a transaction (``ctx.data.run``): the action
+    runtime's :meth:`~host.runtime.engine.ActionRuntime.run_nested`, handed down."""
+
+    async def __call__(
+        self,
+        tx: Tx,
+        fqn: str,
+        actor: Actor,
+        subject_id: str | None,
+        inputs: Mapping[str, Any],
+        *,
+        depth: int,
+        rehearsal: bool,
+    ) -> dict[str, Any]:
+        """The action's outputs."""
+        ...
+
+
 class DataRuntime:
-    """What the data API needs of one graph, built once: the entity store and the reference
-    fields of each entity."""
+    """What the data API needs of one graph, built once: the entity store, the reference
+    fields and the validators of each entity, and the runner of nested actions (set by
+    the action runtime; ``None``: ``run`` is not available)."""
 
     def __init__(self, graph: Graph, store: EntityStore) -> None:
         self.graph = graph
@@ -60,6 +87,47 @@ class DataRuntime:
             fqn: tuple(f for f in entity.fields.values() if f.type is FieldType.REFERENCE)
             for fqn, entity in graph.entities.items()
         }
+        self.validators = validators_of(graph)
+        self.runner: Runner | None = None
+
+    async def validate(
+        self,
+        tx: Tx,
+        entity: CompiledEntity,
+        *,
+        kind: str,
+        transition: str | None,
+        before: Mapping[str, Any] | None,
+        changes: Mapping[str, Any],
+        after: Mapping[str, Any],
+        actor: Actor,
+        cause: str,
+        plugin: PluginInfo | None,
+    ) -> None:
+        """Run the entity's validators on one write (:mod:`host.runtime.validation`);
+        ``before``, ``changes`` and ``after`` are database values, ``after`` a whole row."""
+        validators = self.validators[entity.fqn]
+        if not validators:
+            return
+        render = self.store.renderer(entity.fqn)
+        renderers = render.renderers
+
+        def row(values: Mapping[str, Any]) -> dict[str, Any]:
+            return render(tuple(values.get(name) for name in render.columns))
+
+        await validate(
+            validators,
+            entity,
+            kind=kind,
+            transition=transition,
+            before=None if before is None else row(before),
+            changes={name: renderers[name](value) for name, value in changes.items()},
+            after=row(after),
+            actor=actor,
+            cause=cause,
+            plugin=None if plugin is None else plugin.name,
+            reader=ActionData(self, tx, cause, actor, None),
+        )
 
     async def check_references(
         self,
@@ -89,11 +157,15 @@ class DataRuntime:
         subject_id: str | None,
         *,
         rehearsal: bool = False,
+        depth: int = 0,
     ) -> ActionData:
         """The data API of one invocation (``rehearsal``: of a dry run, whose audit records
-        are built but not inserted, see :mod:`host.runtime.dryrun`)."""
+        are built but not inserted, see :mod:`host.runtime.dryrun`; ``depth``: how many
+        ``run`` calls it is nested in). It writes as the plugin of the action's effect."""
         subject = (action.entity.fqn, subject_id) if subject_id is not None else None
-        data = ActionData(self, tx, action.fqn, actor, subject)
+        effect = action.definition.effect
+        plugin = self.graph.effects[effect].plugin if effect is not None else action.plugin
+        data = ActionData(self, tx, action.fqn, actor, subject, plugin=plugin, depth=depth)
         data.rehearsal = rehearsal
         return data
 
@@ -103,7 +175,18 @@ class ActionData:
     entity store (:mod:`host.storage.store`) and the write rules
     (:mod:`host.runtime.writerules`) that the action chain follows too."""
 
-    __slots__ = ("_actor", "_cause", "_rt", "_seen", "_subject", "_tx", "rehearsal", "writable")
+    __slots__ = (
+        "_actor",
+        "_cause",
+        "_rt",
+        "_seen",
+        "_subject",
+        "_tx",
+        "depth",
+        "plugin",
+        "rehearsal",
+        "writable",
+    )
 
     def __init__(
         self,
@@ -112,9 +195,15 @@ class ActionData:
         cause: str,
         actor: Actor,
         subject: tuple[str, str] | None,
+        *,
+        plugin: PluginInfo | None = None,
+        depth: int = 0,
     ) -> None:
         """``cause``: the action FQN the audit records name; ``subject``: (entity FQN, id)
-        of the row only the action itself may change, if any."""
+        of the row only the action itself may change, if any; ``plugin``: the plugin that
+        writes (whose owned fields it may write); ``depth``: how many ``run`` calls deep."""
+        self.plugin = plugin
+        self.depth = depth
         self._rt = runtime
         self._tx = tx
         self._cause = cause
@@ -199,6 +288,7 @@ class ActionData:
         self._check_writable()
         compiled = self._entity(entity)
         changes = self._coerce(compiled, values)
+        self._check_owner(compiled, changes)
         pending: dict[str, Any] = {}
         seed_new_row(compiled, changes, lambda name, value, _output: _put(pending, name, value))
         missing = missing_required(compiled, pending)
@@ -207,6 +297,7 @@ class ActionData:
         await self._rt.check_references(self._tx, self._actor.tenant_id, compiled, pending)
         now = now_db()
         written = self._rt.store.insert(entity, self._actor.tenant_id, pending, now)
+        await self._validate(compiled, "create", None, None, pending, written.values)
         await run(self._tx, written.statement)
         self._seen[(entity, written.id)] = written.version
         rendered = self._render(entity, written.values)
@@ -219,6 +310,7 @@ class ActionData:
         self._check_writable()
         compiled = self._entity(entity)
         changes = self._coerce(compiled, values)
+        self._check_owner(compiled, changes)
         return await self._update(compiled, id, changes, changes, None)
 
     async def transition(
@@ -231,10 +323,43 @@ class ActionData:
         self._check_writable()
         compiled = self._entity(entity)
         move = compiled.transitions.get(transition)
-        if move is None or compiled.workflow is None:
+        workflow = compiled.workflow
+        if move is None or workflow is None:
             raise ValueError(f"entity {entity!r} has no workflow transition {transition!r}")
         stamped = self._coerce(compiled, inputs or {})
+        self._check_owner(compiled, (workflow.state_field, *stamped))
         return await self._update(compiled, id, stamped, stamped, move)
+
+    async def run(
+        self,
+        action: str,
+        *,
+        subject: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> Mapping[str, Any]:
+        self._check_writable()
+        runner = self._rt.runner
+        if runner is None:
+            raise RuntimeError("running an action is not available here")
+        if self.depth >= MAX_RUN_DEPTH:
+            raise RuntimeError(
+                f"ctx.data.run nested more than {MAX_RUN_DEPTH} levels deep (at {action!r})"
+            )
+        compiled = self._rt.graph.actions.get(action) if isinstance(action, str) else None
+        if compiled is not None and self._subject == (compiled.entity.fqn, subject):
+            raise ValueError(f"{subject!r} is this action's subject: change it with ctx.set()")
+        outputs = await runner(
+            self._tx,
+            action,
+            self._actor,
+            subject,
+            dict(inputs or {}),
+            depth=self.depth + 1,
+            rehearsal=self.rehearsal,
+        )
+        if compiled is not None and subject is not None:
+            self._seen.pop((compiled.entity.fqn, subject), None)  # read it again if needed
+        return outputs
 
     async def _update(
         self,
@@ -278,12 +403,15 @@ class ActionData:
             )
         await self._rt.check_references(self._tx, self._actor.tenant_id, entity, changes)
         written = store.update(entity.fqn, self._actor.tenant_id, id, read_version, changes, now)
+        after = {**current, **written.values}
+        kind = "update" if transition is None else "transition"
+        name = None if transition is None else transition.name
+        await self._validate(entity, kind, name, current, changes, after)
         if not await run(self._tx, written.statement):
             raise _conflict(entity, id)
         self._seen[(entity.fqn, id)] = written.version
         made = field_changes(store.renderer(entity.fqn), current, changes, written.version)
-        current.update(written.values)
-        rendered = self._render(entity.fqn, current)
+        rendered = self._render(entity.fqn, after)
         outputs = {name: rendered[name] for name in changes}
         outputs["_version"] = written.version
         await self._audit(entity, id, rendered, given, outputs, now, made)
@@ -294,6 +422,33 @@ class ActionData:
     def _check_writable(self) -> None:
         if not self.writable:
             raise RuntimeError("only a custom effect may change data; policies must not")
+
+    def _check_owner(self, entity: CompiledEntity, names: Iterable[str]) -> None:
+        refusal = ownership_refusal(entity, self.plugin, names)
+        if refusal is not None:
+            raise refusal
+
+    async def _validate(
+        self,
+        entity: CompiledEntity,
+        kind: str,
+        transition: str | None,
+        before: Mapping[str, Any] | None,
+        changes: Mapping[str, Any],
+        after: Mapping[str, Any],
+    ) -> None:
+        await self._rt.validate(
+            self._tx,
+            entity,
+            kind=kind,
+            transition=transition,
+            before=before,
+            changes=changes,
+            after=after,
+            actor=self._actor,
+            cause=self._cause,
+            plugin=self.plugin,
+        )
 
     def _entity(self, fqn: str) -> CompiledEntity:
         entity = self._rt.graph.entities.get(fqn) if isinstance(fqn, str) else None

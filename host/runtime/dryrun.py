@@ -123,7 +123,8 @@ async def run_subscribers(
             outcomes[subscriber.name] = "not run: an earlier subscriber failed"
             continue
         actor = Actor(tenant_id=audit.tenant_id, actor_id=subscriber.name, roles=frozenset())
-        scoped = ActionData(data, tx, audit.action, actor, None)
+        plugin = graph.subscribers[subscriber.name].plugin
+        scoped = ActionData(data, tx, audit.action, actor, None, plugin=plugin)
         scoped.writable = True
         scoped.rehearsal = True
         try:

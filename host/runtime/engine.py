@@ -27,6 +27,7 @@ from typing import Any
 
 from host.fieldtypes import coerce_write, now_db
 from host.graph.model import CompiledAction, CompiledEntity, Graph
+from host.graph.rules import stampable_fields
 from host.runtime.actor import Actor
 from host.runtime.availability import Availability
 from host.runtime.context import InvocationContext
@@ -50,6 +51,7 @@ from host.storage import (
     Storage,
     TransientConflict,
     Tx,
+    is_transient,
 )
 from host.storage.outbox import Outbox
 from host.storage.store import AuditRecord, EntityStore, Written
@@ -120,22 +122,13 @@ def validate_inputs(action: CompiledAction, inputs: Mapping[str, Any]) -> dict[s
     if isinstance(definition, UpdateAction):
         _reject_unknown(action, inputs, definition.patchable)
         return {name: coerce_write(fields[name], value) for name, value in inputs.items()}
-    # Transition: inputs naming a stampable field are stamped (by default every declared
-    # field but the state field); any other key is accepted and only kept in the audit record.
-    assert isinstance(definition, TransitionAction)
-    if definition.stampable is not None:
-        stampable = definition.stampable
-        return {
-            name: coerce_write(fields[name], value)
-            for name, value in inputs.items()
-            if name in stampable
-        }
-    workflow = action.entity.workflow
-    state_field = workflow.state_field if workflow else None
+    # Transition: inputs naming a stampable field are stamped; any other key is accepted
+    # and only kept in the audit record.
+    stampable = stampable_fields(action)
     return {
         name: coerce_write(fields[name], value)
         for name, value in inputs.items()
-        if name in fields and name != state_field
+        if name in stampable
     }
 
 
@@ -152,14 +145,18 @@ class ActionRuntime:
         schema: Schema,
         outbox: Outbox | None = None,
         store: EntityStore | None = None,
+        data: DataRuntime | None = None,
     ) -> None:
-        """``store``: the entity store of ``graph`` (built here when not given)."""
+        """``store``: the entity store of ``graph`` (built here when not given); ``data``:
+        the data runtime to share (the event dispatcher's), whose nested actions this
+        runtime runs."""
         self._graph = graph
         self._outbox = outbox
         self._storage = storage
         self._schema = schema
         self._store = store or EntityStore(graph, schema, storage.dialect)
-        self._data = DataRuntime(graph, self._store)
+        self._data = data or DataRuntime(graph, self._store)
+        self._data.runner = self.run_nested
         self.availability = Availability(graph, storage, schema, self._store, self._data)
         """Which actions an actor may run on which rows (:mod:`host.runtime.availability`)."""
 
@@ -293,10 +290,12 @@ class ActionRuntime:
         values: dict[str, Any],
         *,
         rehearsal: bool = False,
+        depth: int = 0,
     ) -> Closing[Outputs]:
-        """Policy -> subject -> custom policies -> workflow gate -> effect; the row and its
-        audit record (and the event's deliveries, unless a ``rehearsal``: a dry run) are
-        the statements the unit of work ends with."""
+        """Policy -> subject -> custom policies -> workflow gate -> effect -> validators;
+        the row and its audit record (and the event's deliveries, unless a ``rehearsal``: a
+        dry run) are the statements the unit of work ends with. ``depth``: how many
+        ``ctx.data.run`` calls this run is nested in."""
         entity = action.entity
         store = self._store
         render = store.renderer(entity.fqn)
@@ -316,7 +315,7 @@ class ActionRuntime:
             tx=tx,
             storage=self._storage,
             schema=self._schema,
-            data=self._data.bind(tx, action, actor, subject_id, rehearsal=rehearsal),
+            data=self._data.bind(tx, action, actor, subject_id, rehearsal=rehearsal, depth=depth),
         )
         await self._check_policies(action, ctx)
         await self._data.check_references(tx, actor.tenant_id, entity, values)
@@ -354,6 +353,8 @@ class ActionRuntime:
             )
         record_id = written.id
         attempt.written = written
+        if self._data.validators[entity.fqn]:
+            await self._validate(tx, action, actor, ctx, row, written)
         # The row, then its audit record. A value that does not render, or an audit record
         # that cannot be built, fails in the audit record's place: after the row's write,
         # so that a lost race is still reported first.
@@ -389,12 +390,69 @@ class ActionRuntime:
         statements = store.closing(written.statement, audit, deliveries)
         return Closing(outputs, statements, guarded=subject_id is not None)
 
+    async def run_nested(
+        self,
+        tx: Tx,
+        fqn: str,
+        actor: Actor,
+        subject_id: str | None,
+        inputs: Mapping[str, Any],
+        *,
+        depth: int,
+        rehearsal: bool,
+    ) -> Outputs:
+        """Run action ``fqn``'s whole chain inside ``tx`` (``ctx.data.run``, plugin API
+        1.8): its role check and the rest as :meth:`run`, its row's write, audit record and
+        event deliveries run at once in ``tx`` (a ``rehearsal``: only the row's write, as in
+        a dry run). Return its outputs."""
+        action = self.permitted(fqn, actor)
+        if action.kind == "create" and subject_id is not None:
+            raise ValueError(f"action '{action.fqn}' creates a row: it takes no subject")
+        if action.kind != "create" and subject_id is None:
+            raise PolicySubjectRequired(f"Action '{action.fqn}' requires a subject; got null")
+        values = validate_inputs(action, inputs)
+        attempt = _Attempt(subject_id)
+        closing = await self._run(
+            tx, action, actor, subject_id, attempt, inputs, values, rehearsal=rehearsal, depth=depth
+        )
+        try:
+            await _close_within(tx, closing, rehearsal)
+        except (NothingMatched, StatementFailed) as exc:
+            if isinstance(exc, StatementFailed) and is_transient(exc.error):
+                raise ConcurrencyConflict() from exc.error
+            failure = _failure(exc, action, attempt)
+            raise failure from failure.__cause__
+        return closing.result
+
     # -- chain steps ----------------------------------------------------------------------
 
     async def _check_policies(self, action: CompiledAction, ctx: InvocationContext) -> None:
         (refusal,) = await policy_refusals(self._graph, action, (ctx,))
         if refusal is not None:
             raise refusal
+
+    async def _validate(
+        self,
+        tx: Tx,
+        action: CompiledAction,
+        actor: Actor,
+        ctx: InvocationContext,
+        row: dict[str, Any] | None,
+        written: Written,
+    ) -> None:
+        """The entity's validators on the action's own row, as assembled."""
+        await self._data.validate(
+            tx,
+            action.entity,
+            kind=action.kind,
+            transition=None if action.transition is None else action.transition.name,
+            before=row,
+            changes=ctx.pending,
+            after=written.values if row is None else {**row, **written.values},
+            actor=actor,
+            cause=action.fqn,
+            plugin=action.plugin,
+        )
 
     async def _run_effect(self, action: CompiledAction, ctx: InvocationContext) -> None:
         name = action.definition.effect
@@ -425,6 +483,27 @@ class ActionRuntime:
         if action.kind != "create":
             outputs["_version"] = version
         return outputs
+
+
+async def _close_within(tx: Tx, closing: Closing[Outputs], rehearsal: bool) -> None:
+    """Run what a nested action ends with inside the caller's transaction: its row's write
+    (guarded), then its audit record and event deliveries (a ``rehearsal``: none, but an
+    audit record that could not be built still fails).
+
+    :raises NothingMatched: the guarded write matched no row.
+    :raises StatementFailed: naming the statement's index in ``closing``.
+    """
+    write, *rest = closing.statements
+    (rows,) = await tx.batch((write,))
+    if closing.guarded and not rows:
+        raise NothingMatched()
+    steps = [step for step in rest if not rehearsal or isinstance(step, Exception)]
+    if not steps:
+        return
+    try:
+        await tx.batch(steps[:1] if rehearsal else steps)
+    except StatementFailed as exc:
+        raise StatementFailed(exc.index + 1, exc.error) from exc.error
 
 
 def _failure(

@@ -7,7 +7,9 @@ transition or update action, or a plugin through the data API (:mod:`host.runtim
 * a transition applies only to a row in one of its source states; it writes the values
   given, the target state and its stamps;
 * every write leaves an audit record naming the actor and the action that caused it
-  (:func:`audit_record`).
+  (:func:`audit_record`);
+* a field another plugin owns (``Field.written_by``, plugin API 1.8) is not written
+  (:func:`ownership_refusal`), nor one only effects write from a request's inputs.
 
 The values are database values (already coerced); the system fields are set by the entity
 store (:mod:`host.storage.store`). Each rule reports through ``write(field, value, output)``
@@ -21,18 +23,22 @@ from typing import Any
 
 from host.fieldtypes import coerce_default
 from host.graph.model import CompiledEntity
+from host.graph.rules import may_write
+from host.plugins import PluginInfo
 from host.runtime.actor import Actor
 from host.runtime.stamps import stamp_value
 from host.storage.rows import RowRenderer
 from host.storage.store import AuditRecord
 from host.systemfields import SYSTEM, new_ulid
 from plugin_api.definitions import Stamp, Transition
+from plugin_api.errors import OwnershipDenied
 
 __all__ = [
     "Write",
     "audit_record",
     "field_changes",
     "missing_required",
+    "ownership_refusal",
     "seed_new_row",
     "state_mismatch",
     "transition_row",
@@ -64,6 +70,33 @@ def seed_new_row(
     for stamp in stamps:
         assert actor is not None
         write(stamp.field, stamp_value(entity, stamp, actor, now), False)
+
+
+def ownership_refusal(
+    entity: CompiledEntity,
+    plugin: PluginInfo | None,
+    names: Iterable[str],
+    *,
+    from_inputs: bool = False,
+) -> OwnershipDenied | None:
+    """403 ``OwnershipDenied`` naming the first of the fields ``names`` that ``plugin`` may
+    not write (:func:`may_write`), or ``None``."""
+    for name in names:
+        field = entity.fields.get(name)
+        if field is None or may_write(entity, field, plugin, from_inputs=from_inputs):
+            continue
+        owner = entity.plugin.name
+        if plugin is not None and plugin.name == owner:
+            return OwnershipDenied(
+                f"Field {name!r} of {entity.fqn} is written only by stamps and effects of "
+                f"plugin {owner!r}, not from inputs"
+            )
+        writer = "no plugin" if plugin is None else f"plugin {plugin.name!r}"
+        return OwnershipDenied(
+            f"Field {name!r} of {entity.fqn} is owned by plugin {owner!r}; {writer} may not "
+            "write it (run one of the owner's actions instead: ctx.data.run)"
+        )
+    return None
 
 
 def missing_required(entity: CompiledEntity, values: Mapping[str, Any]) -> list[str]:

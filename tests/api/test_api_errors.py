@@ -40,5 +40,6 @@ def test_the_additions_keep_their_status_and_kind() -> None:
         ("DryRunUnsupported", 422, "DryRunUnsupported"),
         ("ServiceUnavailable", 503, "ServiceUnavailable"),
         ("Unauthenticated", 401, "Unauthenticated"),
+        ("OwnershipDenied", 403, "PolicyDenied"),
     ]
     assert {e.__name__ for e in (*ALL_ERRORS, *EXTENDED_ERRORS)} <= set(plugin_api.__all__)

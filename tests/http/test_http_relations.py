@@ -27,7 +27,7 @@ from ._tracker_plugin import BOARD, EITHER, ISSUE, MINE, OWNED, PROJECT, Tracker
 
 TENANTS = ("t1", "t2")
 V14 = "1.4.0"
-LEAD = {"actor": "lena", "roles": ["lead"]}
+LEAD: dict[str, Any] = {"actor": "lena", "roles": ["lead"]}
 
 # (key, name, owner, secret) per tenant; t2 reuses keys to show tenants never mix.
 PROJECTS: Mapping[str, Sequence[tuple[str, str, str, bool]]] = {
@@ -157,8 +157,8 @@ async def test_board_shows_filters_and_sorts_by_the_projects_key(
     # A search (on SQLite its text index drives the read) joins the same way.
     for text in ("sync", "s"):
         found = await pages(lead, BOARD, {"pageSize": "1", "q": text, "filter.project.key": "APP"})
-        wanted = [i for i in issues if text in i["title"] and i["key"] == "APP"]
-        assert sorted(i["id"] for i in found) == sorted(i["id"] for i in wanted)
+        matching = [i for i in issues if text in i["title"] and i["key"] == "APP"]
+        assert sorted(i["id"] for i in found) == sorted(i["id"] for i in matching)
         assert {i["project.key"] for i in found} == {"APP"}
     # The export reads the same rows with the same followed values.
     exported = await lead.projection(BOARD, query={"format": "ndjson", "sort": "project.key"})
@@ -366,7 +366,11 @@ async def test_read_policy_any_of_through_a_reference(tessera: TesseraHarness) -
     seeded = await seed(host)
     # olga owns CORE (a member reads it) and OPS (secret: a lead reads it) and reported one
     # OPS issue; ann reported two issues and owns nothing.
-    cases = ((("olga", ["member"]), 3), (("olga", []), 1), (("olga", ["lead"]), 4))
+    cases: tuple[tuple[tuple[str, list[str]], int], ...] = (
+        (("olga", ["member"]), 3),
+        (("olga", []), 1),
+        (("olga", ["lead"]), 4),
+    )
     for (actor, roles), count in (*cases, (("ann", []), 2)):
         client = host.client(tenant="t1", actor=actor, roles=roles)
         got = await client.projection(EITHER)
