@@ -9,6 +9,7 @@ from host.config import Settings
 from host.errors import StartupError
 from host.events.dispatcher import Dispatcher, Outcome, Target
 from host.graph.model import Graph
+from host.graph.subscriptions import state_routes, wants_event
 from host.runtime.data import DataRuntime
 from host.storage import Storage
 from host.storage.deliveries import DeliveryStore
@@ -46,7 +47,7 @@ def _routes(graph: Graph, found: Mapping[str, Target]) -> dict[str, list[str]]:
     routes: dict[str, list[str]] = {}
     for fqn, action in graph.actions.items():
         routes[fqn] = [
-            name for name, target in sorted(found.items()) if target.wants(fqn, action.entity.fqn)
+            name for name, target in sorted(found.items()) if wants_event(target, action)
         ]
     return routes
 
@@ -64,12 +65,14 @@ class Events:
     ) -> None:
         schema = entities.schema
         found = targets(graph, settings)
-        self.outbox = Outbox(storage.dialect, schema.deliveries.name, _routes(graph, found))
+        self.outbox = Outbox(
+            storage.dialect, schema.deliveries.name, _routes(graph, found), state_routes(graph)
+        )
         self.store = DeliveryStore(storage, schema.deliveries.name, schema.audit.name)
         self.dispatcher: Dispatcher | None = None
         if settings.events_dispatch and found:
             self.dispatcher = Dispatcher(
-                self.store, found, settings, DataRuntime(graph, entities), on_outcome
+                self.store, found, settings, DataRuntime(graph, entities, self.outbox), on_outcome
             )
 
     def start(self) -> None:
