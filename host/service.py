@@ -164,6 +164,7 @@ async def migrate(settings: Settings, graph: Graph, allow: Iterable[str]) -> Pla
     storage = Storage(settings)
     await storage.connect()
     try:
-        return await apply(storage, graph, build_schema(graph, storage.dialect), allow)
+        schema = build_schema(graph, storage.dialect)
+        return await apply(storage, graph, schema, allow, versioned=settings.migration_versions)
     finally:
         await storage.disconnect()
