@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-PLUGIN_API_VERSION: Final = "1.7"
+PLUGIN_API_VERSION: Final = "1.8"
 """This plugin API's version (1.1 added ``PLUGIN_API_VERSION`` itself; 1.2 added the list
 declarations ``ListOptions``, ``Filter``, ``FilterOperator``, ``MAX_PAGE_SIZE``, and
 ``ANONYMOUS_ACTOR``, ``ROLE_NAME_PATTERN``, ``is_role_name``; 1.3 the typed data API
@@ -26,7 +26,11 @@ spec's table: ``UnsupportedMediaType``, ``IdempotencyKeyReused``, ``ServiceUnava
 batch policies and dry runs: ``BatchPolicy``, ``batch_policy``, ``BatchPolicyHandler``,
 ``PolicyVerdict``, ``dry_run_safe``, ``is_dry_run_safe``, ``DryRunUnsupported``; record
 history ``ActionContext.data.history`` and ``HistoryRecord``; ``Unauthenticated`` (token
-mode); the entity read floor ``Entity(access=...)``)."""
+mode); the entity read floor ``Entity(access=...)``; 1.8 counters
+``ActionContext.data.increment``, state events ``Subscriber(states=...)`` and
+``Subscriber.wants_state``, the harness's ``Host.stop``, ``Host.deliveries_settled``,
+``Host.audit_trail``, ``Client.history``, ``TesseraHarness.migrate`` and the settings it
+takes, ``plugin_api.settings``)."""
 
 REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
 """The plugin module's attribute naming the plugin API version it requires."""
