@@ -1,6 +1,7 @@
 """The plugin test harness (plugin API 1.8), on both backends: waiting for deliveries, a
-row's audit trail, a plugin's migration from version 1 to 2 in one test file, and the
-settings it takes described in ``plugin_api.settings`` (checked against the host's)."""
+row's audit trail, and the settings it takes described in ``plugin_api.settings`` (checked
+against the host's). A plugin's migration from version 1 to 2 in one test file:
+``sample_plugins/helpdesk/tests/test_harness_examples.py``."""
 
 from __future__ import annotations
 
@@ -11,17 +12,8 @@ import pytest
 
 from host.config import SETTINGS
 from plugin_api import (
-    Action,
-    CreateAction,
-    Entity,
     EventContext,
-    Field,
-    FieldType,
-    MapOptions,
-    Migration,
-    Projection,
     Subscriber,
-    UpdateAction,
     hookimpl,
 )
 from plugin_api.settings import HARNESS_SETTINGS, setting_info
@@ -29,69 +21,6 @@ from plugin_api.testing import TesseraHarness
 
 from .conftest import new_project
 from .tracker import ISSUE, PROJECT, TrackerPlugin
-
-ORDER = "shop.order"
-
-
-class ShopV1:
-    """Version 1: an order's size is ``S``, ``M`` or ``XL``."""
-
-    SIZES: tuple[str, ...] = ("S", "M", "XL")
-
-    @hookimpl
-    def tessera_entities(self) -> Sequence[Entity]:
-        size = Field(name="size", type=FieldType.ENUM, options=self.SIZES)
-        return (Entity(fqn=ORDER, fields=(Field(name="item", type=FieldType.STRING), size)),)
-
-    @hookimpl
-    def tessera_actions(self) -> Sequence[Action]:
-        return (
-            CreateAction(fqn=f"{ORDER}.create", entity=ORDER, inputs=("item", "size")),
-            UpdateAction(fqn=f"{ORDER}.edit", entity=ORDER, patchable=("size",)),
-        )
-
-    @hookimpl
-    def tessera_projections(self) -> Sequence[Projection]:
-        return (Projection(fqn=f"{ORDER}.detail", entity=ORDER, fields=("id", "size", "_version")),)
-
-
-class ShopV2(ShopV1):
-    """Version 2: ``XL`` is gone, its orders become ``L``."""
-
-    SIZES = ("S", "M", "L")
-
-    @hookimpl
-    def tessera_migrations(self) -> Sequence[Migration]:
-        return (MapOptions(entity=ORDER, field="size", mapping={"XL": "L"}),)
-
-
-async def test_a_migration_from_version_1_to_2_in_one_test(tessera: TesseraHarness) -> None:
-    old = await tessera.start(plugins=[], extra=[("shop", ShopV1())])
-    client = old.client(tenant="t1", actor="ann")
-    created = await client.action(f"{ORDER}.create", inputs={"item": "coat", "size": "XL"})
-    order = created.outputs["id"]
-    kept = await client.action(f"{ORDER}.create", inputs={"item": "hat", "size": "S"})
-    await old.stop()
-
-    with pytest.raises(Exception, match="enum-option-removed"):
-        await tessera.migrate(plugins=[], extra=[("shop", ShopV2())])  # not allowed
-    applied = await tessera.migrate(
-        plugins=[], extra=[("shop", ShopV2())], allow=("enum-option-removed",)
-    )
-    assert any("enum-option-removed" in line for line in applied)
-
-    new = await tessera.start(plugins=[], extra=[("shop", ShopV2())])
-    client = new.client(tenant="t1", actor="ann")
-    detail = await client.projection(f"{ORDER}.detail", subject=order)
-    assert detail.item is not None and detail.item["size"] == "L"
-    migrated, first = await new.audit_trail(ORDER, order)
-    assert (migrated.action, migrated.actor_id) == ("migration:shop", "system")
-    assert migrated.changes == {"size": ("XL", "L")}
-    assert migrated.version_before == first.version_after
-    assert migrated.version_after == detail.item["_version"]
-    assert len(await new.audit_trail(ORDER, kept.outputs["id"])) == 1  # not rewritten
-    edited = await client.action(f"{ORDER}.edit", subject=order, inputs={"size": "M"})
-    assert edited.status == 200
 
 
 async def test_history_through_http_and_the_audit_trail_agree(tessera: TesseraHarness) -> None:
