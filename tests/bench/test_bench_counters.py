@@ -14,8 +14,12 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_bench_counters_reports_both_parts() -> None:
     done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "counters.py"), "--clients", "5", "--runs", "1"]
-        + ["--rows", "50"],
+        [
+            sys.executable,
+            str(REPO / "bench" / "counters.py"),
+            *("--clients", "5", "--runs", "1"),
+            *("--rows", "50"),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
