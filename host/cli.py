@@ -82,9 +82,29 @@ def _cmd_graph(settings: Settings, *, hash_only: bool, fmt: str) -> int:
     elif fmt != "json":
         print(diagrams.render(graph, fmt), end="")
     else:
-        document = {"hash": graph.hash, "graph": json.loads(graph.canonical)}
+        document = {
+            "hash": graph.hash,
+            "graph": json.loads(graph.canonical),
+            "subscribers": _subscribers(graph),
+        }
         print(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
     return 0
+
+
+def _subscribers(graph: Graph) -> list[dict[str, object]]:
+    """The event subscribers, by name: beside the hashed graph, never part of it."""
+    return [
+        {
+            "name": name,
+            "plugin": registered.plugin.name,
+            "actions": list(registered.handler.actions),
+            "entities": list(registered.handler.entities),
+            "states": list(registered.handler.states),
+            "transactional": registered.handler.transactional,
+            "timeoutS": registered.handler.timeout_s,
+        }
+        for name, registered in sorted(graph.subscribers.items())
+    ]
 
 
 def _cmd_check(settings: Settings, *, distributed: bool = False) -> int:

@@ -79,15 +79,19 @@ def _interruptible(progress: StreamProgress, received: list[int]) -> Iterator[No
 
 
 async def _apply(
-    storage: Storage, graph: Graph, allow: Iterable[str], as_json: bool, interval: float
+    storage: Storage,
+    graph: Graph,
+    allow: Iterable[str],
+    as_json: bool,
+    interval: float,
+    versioned: bool,
 ) -> int:
     progress = StreamProgress(sys.stderr, interval=interval)
     received: list[int] = []
     try:
         with _interruptible(progress, received):
-            plan = await apply(
-                storage, graph, build_schema(graph, storage.dialect), allow, progress
-            )
+            schema = build_schema(graph, storage.dialect)
+            plan = await apply(storage, graph, schema, allow, progress, versioned=versioned)
     except SchemaEvolutionError as exc:
         _print(exc.plan, as_json=as_json)
         print(exc.report(), file=sys.stderr)
@@ -122,7 +126,7 @@ async def _migrate(
             plan = await plan_only(storage, graph, schema)
             _print(plan, as_json=as_json)
             return EXIT_BREAKING if plan.breaking else 0
-        return await _apply(storage, graph, allow, as_json, interval)
+        return await _apply(storage, graph, allow, as_json, interval, settings.migration_versions)
     finally:
         await storage.disconnect()
 

@@ -448,6 +448,14 @@ class Settings:
         "theirs, so their live streams hear of changes at once rather than at the next poll.",
     )
 
+    migration_versions: bool = _setting(
+        True,
+        _parse_bool,
+        "Rows whose values 'migrate --apply' rewrites (a conversion, a mapped option or "
+        "state) get a new _version, updated_at and an audit record naming the migration; "
+        "0 rewrites them in place without either, as before.",
+    )
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read every ``TESSERA_*`` variable; a malformed value raises ``ValueError``

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from host import __version__
@@ -14,14 +15,18 @@ from host.events.setup import Events
 from host.graph.model import Graph
 from host.query.cursor import CursorCodec
 from host.runtime import ActionRuntime
+from host.runtime.history import public_record
 from host.runtime.idempotency import IdempotencyStore
 from host.startup import check_database_url, mask_url, reachable
 from host.storage import Schema, Storage, build_schema
 from host.storage.auditchain import seal_forever, sealer_of
-from host.storage.migrate import startup_evolution
+from host.storage.auditlog import row_history
+from host.storage.migrate import apply, startup_evolution
+from host.storage.plan import Plan
 from host.storage.reads import ProjectionReads
 from host.storage.secrets import shared_secret
 from host.storage.store import EntityStore
+from plugin_api.data import HistoryRecord
 
 logger = logging.getLogger("tessera.service")
 
@@ -116,6 +121,24 @@ class Service:
         events.start()
         return service
 
+    async def audit_trail(
+        self, tenant: str, entity: str, row_id: str, limit: int
+    ) -> list[HistoryRecord]:
+        """The row's audit records, newest first, every field each write changed (for the
+        test harness: no read access applies)."""
+        storage = self.storage
+        entries = await row_history(
+            storage, storage.dialect, self.schema.audit.name, tenant, entity, row_id, None, limit
+        )
+        return [public_record(entry) for entry in entries]
+
+    async def deliveries_waiting(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Per subscriber: the deliveries pending or waiting for a retry, and the dead ones
+        (only subscribers that have some)."""
+        stats = await self.events.store.stats()
+        waiting = {s.subscriber: s.pending + s.failed for s in stats if s.pending + s.failed}
+        return waiting, {s.subscriber: s.dead for s in stats if s.dead}
+
     async def stop(self) -> None:
         """Stop the event dispatcher and the key purge, finish units of work in flight and
         close the database."""
@@ -132,3 +155,16 @@ class Service:
             self.graph.hash,
             extra={"event": "stopped", "version": __version__, "graph_hash": self.graph.hash},
         )
+
+
+async def migrate(settings: Settings, graph: Graph, allow: Iterable[str]) -> Plan:
+    """Apply the schema evolution of ``graph`` to the database of ``settings``, as ``tessera
+    migrate --apply --allow ...`` does (the test harness's migration between two versions
+    of a plugin); return the plan applied."""
+    storage = Storage(settings)
+    await storage.connect()
+    try:
+        schema = build_schema(graph, storage.dialect)
+        return await apply(storage, graph, schema, allow, versioned=settings.migration_versions)
+    finally:
+        await storage.disconnect()

@@ -9,7 +9,8 @@ action's transaction, and uses the read and write shapes of the HTTP surface (sp
 * values are given in write shape and validated exactly as an action's inputs are
   (400 ``BadRequest`` naming the field when one does not fit).
 
-Writes (effects only) give the row a new ``_version`` and ``updated_at`` and write an audit
+Writes (effects only; :meth:`DataAccess.increment`, plugin API 1.8, adds to a counter
+without a version guard) give the row a new ``_version`` and ``updated_at`` and write an audit
 record naming the action that caused them. They follow the entity's rules (plugin API 1.8):
 field constraints (400 ``BadRequest``), the entity's validators (what they raise) and field
 ownership: a value for a field another plugin owns, or a transition of an entity whose state
@@ -155,6 +156,30 @@ class DataAccess(Protocol):
             whole action is then rolled back unless it catches it.
         :raises ValueError: ``subject`` is the calling action's own subject.
         :raises RuntimeError: called from a policy or a validator, or nested too deep.
+        """
+        ...
+
+    async def increment(self, entity: str, id: str, field: str, by: int = 1) -> Row:
+        """Add ``by`` (negative: subtract) to the integer ``field`` of the row ``id`` in one
+        statement, and return the row as written (plugin API 1.8). A null counts as 0.
+
+        Unlike :meth:`patch` it is not guarded by a version: concurrent increments of one
+        row wait for each other and all apply, none is a 409. Like any write it gives the
+        row a new ``_version`` and ``updated_at`` and an audit record (the field's value
+        before and after). A later guarded write of the row in this action uses the version
+        the increment returned, unless another transaction changed the row between this
+        action's read of it and the increment (then that write is a 409, as it would be
+        without the increment).
+
+        It follows the entity's rules like any write: the field's constraints hold for the
+        sum, a field another plugin owns is refused, and the entity's validators see an
+        ``update`` of the field.
+
+        :raises BadRequest: ``field`` is not an integer field, ``by`` not an integer, or
+            the sum would leave the 64-bit range or the field's ``minimum``/``maximum``.
+        :raises OwnershipDenied: another plugin owns ``field``.
+        :raises NotFound: the tenant has no such row.
+        :raises ValueError: an unknown entity or field, or the action's own subject.
         """
         ...
 

@@ -1,4 +1,5 @@
-"""Events: subscribers that react to committed actions.
+"""Events: subscribers that react to committed actions (and, plugin API 1.8, to any change
+of a row's workflow state).
 
 Every committed action is one :class:`Event` (its audit record). A plugin declares
 :class:`Subscriber` objects through the ``tessera_subscribers`` hook; the host delivers each
@@ -92,8 +93,14 @@ class Subscriber:
         subscriber abandons the deliveries pending under the old name.
     :param handler: an async :data:`SubscriberHandler`.
     :param actions: action FQNs whose events it wants.
-    :param entities: entity FQNs: it wants the events of every action on them. With neither
-        ``actions`` nor ``entities`` it wants every event.
+    :param entities: entity FQNs: it wants the events of every action on them. With none of
+        ``actions``, ``entities`` and ``states`` it wants every action's event.
+    :param states: entity FQNs with a workflow (plugin API 1.8): it wants every change of
+        the workflow state of their rows, whatever made it: a transition action, or a
+        data-API ``transition`` from any plugin's effect or transactional subscriber. The
+        event of a data-API transition names the row (``entity``, ``subject_id``), the
+        action that caused it (``action``: the running action, or the event's action for a
+        subscriber) and the written values with the new state (``outputs``).
     :param timeout_s: how long one delivery may take before it counts as failed (must be
         shorter than the host's delivery lease, ``TESSERA_EVENTS_LEASE_S``).
     :param transactional: run the handler inside a transaction with :attr:`EventContext.data`;
@@ -108,9 +115,16 @@ class Subscriber:
     entities: tuple[str, ...] = ()
     timeout_s: float = 10.0
     transactional: bool = False
+    states: tuple[str, ...] = ()
 
     def wants(self, action: str, entity: str) -> bool:
-        """Whether events of ``action`` (on ``entity``) are delivered to this subscriber."""
+        """Whether events of ``action`` (on ``entity``) are delivered to this subscriber
+        by its ``actions`` and ``entities`` (:meth:`wants_state` tells the rest)."""
         if not self.actions and not self.entities:
-            return True
+            return not self.states
         return action in self.actions or entity in self.entities
+
+    def wants_state(self, entity: str) -> bool:
+        """Whether changes of the workflow state of ``entity``'s rows are delivered to this
+        subscriber (plugin API 1.8)."""
+        return entity in self.states

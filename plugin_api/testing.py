@@ -16,6 +16,13 @@ A :class:`Result` carries ``status``, ``json`` and ``headers``, plus shortcuts: 
 (of a successful action), ``error_kind`` (of an error envelope), and ``items`` / ``item`` (the
 rows of a list / detail projection).
 
+Plugin API 1.8 adds what a plugin's tests need beyond requests: ``await
+host.deliveries_settled()`` (wait until every event delivery is made), ``await
+host.audit_trail(entity, id)`` and ``client.history(projection, id)`` (a row's audit
+records), ``await host.stop()`` and ``await tessera.migrate(...)`` (fill a database with one
+version of the plugin, migrate it, check it with the next, in one test), and
+:data:`plugin_api.settings.HARNESS_SETTINGS` (the settings ``start`` takes).
+
 Fixtures:
 
 * ``tessera`` -- a :class:`TesseraHarness`: ``await tessera.start(...)`` boots a host.
@@ -43,6 +50,8 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import pytest
+
+from plugin_api.data import HistoryRecord
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -210,15 +219,64 @@ class Client:
             headers={"Content-Type": "application/json"},
         )
 
+    async def history(
+        self, projection: str, subject: str, *, query: Mapping[str, str] | None = None
+    ) -> Result:
+        """The audit records of row ``subject`` through ``projection``'s history route
+        (newest first, in ``items``; docs/history.md), as this client may read them."""
+        pairs = [("subject", subject), *(query or {}).items()]
+        return await self.request("GET", f"/projections/{projection}/history?{urlencode(pairs)}")
+
 
 class Host:
     """A running host (app, lifespan and test client) on the test's database."""
 
-    def __init__(self, app: Any, test_client: Any, prefix: str, database_url: str) -> None:
+    def __init__(
+        self,
+        app: Any,
+        test_client: Any,
+        prefix: str,
+        database_url: str,
+        stack: AsyncExitStack | None = None,
+    ) -> None:
         self.app = app
         self.database_url = database_url
         self._test_client = test_client
         self._prefix = prefix
+        self._stack = stack
+
+    async def stop(self) -> None:
+        """Stop this host now (it stops with the test otherwise; plugin API 1.8)."""
+        if self._stack is not None:
+            await self._stack.aclose()
+
+    def _service(self) -> Any:
+        return self.app.extensions["tessera.service"]()
+
+    async def deliveries_settled(self, timeout: float = 10.0) -> dict[str, int]:
+        """Wait until no event delivery is pending or waiting for a retry (every event
+        committed so far reached its subscribers, or went dead); return the dead ones per
+        subscriber (empty when all were delivered). Plugin API 1.8.
+
+        :raises AssertionError: deliveries still wait after ``timeout`` seconds (named).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            waiting, dead = await self._service().deliveries_waiting()
+            if not waiting:
+                return dict(dead)
+            if loop.time() > deadline:
+                raise AssertionError(f"event deliveries still waiting after {timeout}s: {waiting}")
+            await asyncio.sleep(0.02)
+
+    async def audit_trail(
+        self, entity: str, id: str, *, tenant: str = "t1", limit: int = 1000
+    ) -> list[HistoryRecord]:
+        """Every audit record of row ``id`` of ``entity`` in ``tenant``, newest first, with
+        every field each write changed (whatever the projections show; plugin API 1.8)."""
+        trail: list[HistoryRecord] = await self._service().audit_trail(tenant, entity, id, limit)
+        return trail
 
     def client(
         self,
@@ -238,6 +296,15 @@ class TesseraHarness:
         self._stack = stack
         self.database_url = database_url
 
+    def _settings(self, plugins: Sequence[str] | None, settings: Mapping[str, Any]) -> Any:
+        from host.config import Settings
+
+        return replace(
+            Settings(database_url=self.database_url, access_log=False),
+            plugins_only=tuple(plugins or ()),
+            **settings,
+        )
+
     async def start(
         self,
         *,
@@ -248,20 +315,46 @@ class TesseraHarness:
     ) -> Host:
         """Start a host with the installed plugins named in ``plugins`` (entry-point names;
         all installed ones when ``None``), plus ``extra`` (name, plugin object) pairs.
-        Other keyword arguments override :class:`host.config.Settings` fields."""
-        from host.config import Settings
+        Other keyword arguments override settings
+        (:data:`plugin_api.settings.HARNESS_SETTINGS`)."""
         from host.http import create_app
 
-        config = replace(
-            Settings(database_url=self.database_url, access_log=False),
-            plugins_only=tuple(plugins or ()),
-            **settings,
-        )
+        config = self._settings(plugins, settings)
         if plugins is not None and not plugins:
             entry_points = False
         app = create_app(config, extra_plugins=extra, entry_points=entry_points)
-        test_app: Any = await self._stack.enter_async_context(app.test_app())  # type: ignore[arg-type]
-        return Host(app, test_app.test_client(), config.api_prefix, self.database_url)
+        own = AsyncExitStack()
+        test_app: Any = await own.enter_async_context(app.test_app())  # type: ignore[arg-type]
+        self._stack.push_async_callback(own.aclose)
+        return Host(app, test_app.test_client(), config.api_prefix, self.database_url, own)
+
+    async def migrate(
+        self,
+        *,
+        plugins: Sequence[str] | None = None,
+        extra: Sequence[tuple[str, object]] = (),
+        entry_points: bool = True,
+        allow: Sequence[str] = (),
+        **settings: Any,
+    ) -> tuple[str, ...]:
+        """Apply the schema evolution of this plugin set to the test's database, as
+        ``tessera migrate --apply --allow KIND...`` would (stop the hosts running on it
+        first); return the lines of the changes applied (plugin API 1.8). Fill the
+        database with one version of a plugin (``start(extra=[("name", old)])``), migrate
+        to the next, then ``start`` that one and check.
+
+        :raises host.storage.SchemaEvolutionError: a change needs a kind not in ``allow``
+            or would break the declared rules; nothing was altered.
+        """
+        from host.graph import build_graph
+        from host.service import migrate
+
+        config = self._settings(plugins, settings)
+        if plugins is not None and not plugins:
+            entry_points = False
+        graph = build_graph(config, extra=extra, entry_points=entry_points)
+        plan = await migrate(config, graph, allow)
+        return tuple(change.line() for change in plan.changes)
 
 
 _PRIVATE_DATABASE = pytest.StashKey[tuple[str, str]]()

@@ -34,7 +34,10 @@ enforce_max_length=..., pattern=..., minimum=..., maximum=...)``, field ownershi
 ``Field(written_by=...)`` and ``WrittenBy``, ``OwnershipDenied``, entity validators
 ``Entity(validators=...)``, the ``tessera_validators`` hook, ``RowWrite``, ``ValidatorHandler``,
 ``DataAccess.run`` and ``MAX_RUN_DEPTH``, ``ANY_FIELD`` and the stampable-nothing default of
-``TransitionAction`` for plugins requiring 1.8)."""
+``TransitionAction`` for plugins requiring 1.8; counters ``ActionContext.data.increment``, state
+events ``Subscriber(states=...)`` and ``Subscriber.wants_state``, the harness's ``Host.stop``,
+``Host.deliveries_settled``, ``Host.audit_trail``, ``Client.history``,
+``TesseraHarness.migrate`` and the settings it takes, ``plugin_api.settings``)."""
 
 REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
 """The plugin module's attribute naming the plugin API version it requires."""

@@ -9,6 +9,7 @@ from host.config import Settings
 from host.errors import StartupError
 from host.events.dispatcher import Dispatcher, Outcome, Target
 from host.graph.model import Graph
+from host.graph.subscriptions import state_routes, wants_event
 from host.runtime.data import DataRuntime
 from host.storage import Storage
 from host.storage.deliveries import DeliveryStore
@@ -46,7 +47,7 @@ def _routes(graph: Graph, found: Mapping[str, Target]) -> dict[str, list[str]]:
     routes: dict[str, list[str]] = {}
     for fqn, action in graph.actions.items():
         routes[fqn] = [
-            name for name, target in sorted(found.items()) if target.wants(fqn, action.entity.fqn)
+            name for name, target in sorted(found.items()) if wants_event(target, action)
         ]
     return routes
 
@@ -64,9 +65,11 @@ class Events:
     ) -> None:
         schema = entities.schema
         found = targets(graph, settings)
-        self.outbox = Outbox(storage.dialect, schema.deliveries.name, _routes(graph, found))
+        self.outbox = Outbox(
+            storage.dialect, schema.deliveries.name, _routes(graph, found), state_routes(graph)
+        )
         self.store = DeliveryStore(storage, schema.deliveries.name, schema.audit.name)
-        self.data = DataRuntime(graph, entities)
+        self.data = DataRuntime(graph, entities, self.outbox)
         """The data API of the transactional subscribers (the action runtime shares it, so
         their ``ctx.data.run`` runs actions)."""
         self.dispatcher: Dispatcher | None = None

@@ -407,6 +407,9 @@ def _subscribers(
         for fqn in subscriber.entities:
             if fqn not in entities:
                 say(f"no entity {fqn!r} in the graph")
+        for fqn in subscriber.states:
+            if fqn not in entities or entities[fqn].workflow is None:
+                say(f"states names {fqn!r}, which is not an entity with a workflow")
         timeout = subscriber.timeout_s
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             say(f"timeout_s must be a positive number of seconds, got {timeout!r}")

@@ -114,6 +114,8 @@ def create_app(
     def service() -> Service:
         return state["service"]
 
+    app.extensions["tessera.service"] = service  # the test harness's way in
+
     @app.before_serving
     async def start_service() -> None:
         stop_all_on_sigterm()

@@ -36,6 +36,7 @@ from host.runtime.writerules import (
 )
 from host.storage import Statement, Tx, is_transient
 from host.storage.auditlog import row_history
+from host.storage.outbox import Outbox
 from host.storage.store import EntityStore
 from plugin_api.conditions import Condition, Operator
 from plugin_api.data import MAX_RUN_DEPTH, HistoryRecord, Row
@@ -54,6 +55,9 @@ logger = logging.getLogger("tessera.runtime")
 T = TypeVar("T")
 
 MAX_FIND_LIMIT: Final = 1000
+_STALE: Final = "(changed since this action read it)"
+"""The version kept for a row another transaction changed between this action's read of it
+and its increment: no version equals it, so a later guarded write is a 409."""
 
 
 class Runner(Protocol):
@@ -80,9 +84,11 @@ class DataRuntime:
     fields and the validators of each entity, and the runner of nested actions (set by
     the action runtime; ``None``: ``run`` is not available)."""
 
-    def __init__(self, graph: Graph, store: EntityStore) -> None:
+    def __init__(self, graph: Graph, store: EntityStore, outbox: Outbox | None = None) -> None:
+        """``outbox``: where a data-API transition's event goes (``None``: nowhere)."""
         self.graph = graph
         self.store = store
+        self.outbox = outbox
         self.references = {
             fqn: tuple(f for f in entity.fields.values() if f.type is FieldType.REFERENCE)
             for fqn, entity in graph.entities.items()
@@ -414,7 +420,62 @@ class ActionData:
         rendered = self._render(entity.fqn, after)
         outputs = {name: rendered[name] for name in changes}
         outputs["_version"] = written.version
-        await self._audit(entity, id, rendered, given, outputs, now, made)
+        event_id = await self._audit(entity, id, rendered, given, outputs, now, made)
+        if transition is not None:
+            await self._announce(entity, id, event_id)
+        return rendered
+
+    async def _announce(self, entity: CompiledEntity, id: str, event_id: str) -> None:
+        """The deliveries of a state change's event (its audit record) to the subscribers
+        that follow the entity's states (plugin API 1.8); none in a dry run."""
+        outbox = self._rt.outbox
+        if outbox is None or self.rehearsal:
+            return
+        statement = outbox.state_change(event_id, self._actor.tenant_id, entity.fqn, id)
+        if statement is not None:
+            await run(self._tx, statement)
+
+    async def increment(self, entity: str, id: str, field: str, by: int = 1) -> Row:
+        """Add ``by`` to an integer field in one unguarded statement (plugin API 1.8):
+        concurrent increments never conflict. A version this action read before, if the
+        row changed since, stays stale: a later guarded write of the row is still a 409."""
+        self._check_writable()
+        compiled = self._entity(entity)
+        declared = compiled.fields.get(field) if isinstance(field, str) else None
+        if declared is None:
+            raise ValueError(f"{field!r} is not a declared field of {entity}")
+        if declared.type is not FieldType.INTEGER or type(by) is not int:
+            raise BadRequest(
+                f"Field {field!r} of {entity} cannot be incremented by {by!r}: "
+                "only an integer field, by an integer"
+            )
+        if self._subject == (entity, id):
+            raise ValueError(f"{entity} {id!r} is this action's subject: change it with ctx.set()")
+        if not isinstance(id, str):
+            raise ValueError(f"a row id is a string, got {type(id).__name__}")
+        self._check_owner(compiled, (field,))
+        store, tenant, now = self._rt.store, self._actor.tenant_id, now_db()
+        validated = bool(self._rt.validators[entity])
+        current = await run_read(store.get(self._tx, entity, tenant, id)) if validated else None
+        done = await run_read(store.increment(self._tx, entity, tenant, id, field, by, now))
+        if done is None:
+            if await run_read(store.exists(self._tx, entity, tenant, id)):
+                raise BadRequest(f"Incrementing {field!r} by {by} leaves the 64-bit range")
+            raise NotFound(f"No {entity} with id '{id}' in this tenant")
+        version_before, before, row = done
+        rendered = store.renderer(entity)(row)
+        coerce_write(declared, rendered[field])  # the field's constraints hold for the sum
+        if validated:  # the statement is in this transaction: a refusal rolls it back
+            after = dict(zip(store.renderer(entity).columns, row, strict=True))
+            earlier = dict(zip(store.renderer(entity).columns, current or row, strict=True))
+            earlier.update({field: before, "_version": version_before})
+            await self._validate(compiled, "update", None, earlier, {field: after[field]}, after)
+        version = store.version_of(entity, row)
+        seen = self._seen.get((entity, id), version_before)
+        self._seen[(entity, id)] = version if seen == version_before else _STALE
+        made = {field: [before, rendered[field]], "_version": [version_before, version]}
+        outputs = {field: rendered[field], "_version": version}
+        await self._audit(compiled, id, rendered, {field: by}, outputs, now, made)
         return rendered
 
     # -- helpers ----------------------------------------------------------------------------
@@ -483,33 +544,32 @@ class ActionData:
         outputs: Mapping[str, Any],
         now: str,
         changes: Mapping[str, Any],
-    ) -> None:
-        """The audit record of one write: ``action`` names the action that caused it,
-        ``entity`` and ``subject_id`` the row written; ``inputs`` are the values given (in
-        read shape), ``outputs`` what an action would answer."""
+    ) -> str:
+        """The audit record of one write (its event id returned): ``action`` names the
+        action that caused it, ``entity`` and ``subject_id`` the row written; ``inputs`` are
+        the values given (in read shape), ``outputs`` what an action would answer."""
         inputs = {name: rendered[name] for name in given}
-        record = self._rt.store.audit(
-            audit_record(
-                self._actor,
-                self._cause,
-                entity.fqn,
-                record_id,
-                inputs,
-                outputs,
-                now,
-                version=changes["_version"][1],
-                changes=changes,
-            )
+        built = audit_record(
+            self._actor,
+            self._cause,
+            entity.fqn,
+            record_id,
+            inputs,
+            outputs,
+            now,
+            version=changes["_version"][1],
+            changes=changes,
         )
         if self.rehearsal:
-            return
+            return built.event_id
         try:
-            await run(self._tx, record)
+            await run(self._tx, self._rt.store.audit(built))
         except ConcurrencyConflict:
             raise
         except Exception as exc:
             logger.error("audit record of %s on %s failed", entity.fqn, record_id, exc_info=exc)
             raise AuditEmissionFailed() from exc
+        return built.event_id
 
 
 def _put(values: dict[str, Any], name: str, value: Any) -> None:

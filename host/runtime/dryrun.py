@@ -22,6 +22,7 @@ from typing import Any
 
 from host.fieldtypes import render_datetime
 from host.graph.model import CompiledAction, Graph
+from host.graph.subscriptions import wants_event
 from host.runtime.actor import Actor
 from host.runtime.data import ActionData, DataRuntime
 from host.storage import Tx
@@ -65,7 +66,7 @@ def subscribers_of(graph: Graph, action: CompiledAction) -> list[Subscriber]:
     found = []
     for name in sorted(graph.subscribers):
         subscriber = graph.subscribers[name].handler
-        if subscriber.transactional and subscriber.wants(action.fqn, action.entity.fqn):
+        if subscriber.transactional and wants_event(subscriber, action):
             found.append(subscriber)
     return found
 

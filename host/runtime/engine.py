@@ -155,7 +155,7 @@ class ActionRuntime:
         self._storage = storage
         self._schema = schema
         self._store = store or EntityStore(graph, schema, storage.dialect)
-        self._data = data or DataRuntime(graph, self._store)
+        self._data = data or DataRuntime(graph, self._store, outbox)
         self._data.runner = self.run_nested
         self.availability = Availability(graph, storage, schema, self._store, self._data)
         """Which actions an actor may run on which rows (:mod:`host.runtime.availability`)."""

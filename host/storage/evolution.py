@@ -537,7 +537,9 @@ class _Differ:
             operations: list[Operation] = [
                 Statement(move),
                 Statement(add),
-                Convert(table, aside, field.name, field, converter, counts[key]),
+                Convert(
+                    table, aside, field.name, field, converter, counts[key], old_type, old_currency
+                ),
             ]
             sql = [move, add, convert_sql]
             left_null = counts["rows"] - counts[key] + scan.failed + scan.emptied

@@ -32,6 +32,7 @@ from host.storage.dialect import EvolutionDialect
 from host.storage.dialects import Dialect
 from host.storage.evolution import build_plan, map_statement, page_values
 from host.storage.history import create_history, record_graph
+from host.storage.migrated import MigratedRows
 from host.storage.plan import (
     Backfill,
     Convert,
@@ -152,6 +153,10 @@ class Evolution:
     dry_run: bool = False
     """Plan and decide only (``tessera check``): refuse exactly as a start would, alter
     nothing."""
+    versioned: bool = True
+    """Rows a conversion or a map rewrites get a new ``_version``, ``updated_at`` and an audit
+    record naming the migration (:mod:`host.storage.migrated`); ``False``
+    (``TESSERA_MIGRATION_VERSIONS=0``): values rewritten in place, as before 0.1's issue 30."""
     plan: Plan | None = field(default=None)
 
     async def __call__(self, tx: Tx) -> None:
@@ -170,11 +175,19 @@ class Evolution:
         if self.dry_run:
             return
         await create_history(tx)
+        rows = MigratedRows(tx, self.dialect, self.graph, self.schema) if self.versioned else None
         for change in plan.changes:
             for operation in change.operations:
+                if rows is not None and isinstance(operation, MapValues):
+                    await rows.mapped(operation)
                 await _run(tx, operation, self.dialect, self.progress)
+            for operation in change.operations:
+                if rows is not None and isinstance(operation, Convert):
+                    await rows.converted(operation)
             level = logging.WARNING if change.breaking else logging.INFO
             logger.log(level, "schema evolution: %s", change.line())
+        if rows is not None and rows.rows:
+            logger.info("schema evolution: %d migrated row(s) versioned and audited", rows.rows)
         await record_graph(tx, self.graph, [change.line() for change in plan.changes])
 
 
@@ -214,6 +227,8 @@ async def apply(
     schema: Schema,
     allow: Iterable[str] = (),
     progress: Progress = NO_PROGRESS,
+    *,
+    versioned: bool = True,
 ) -> Plan:
     """Apply the plan (breaking kinds only when in ``allow``); return what was applied.
 
@@ -227,6 +242,7 @@ async def apply(
         dialect=storage.dialect,
         allow=frozenset(allow),
         progress=progress,
+        versioned=versioned,
     )
     await storage.prepare(schema, evolve=evolution)
     assert evolution.plan is not None

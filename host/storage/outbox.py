@@ -52,22 +52,48 @@ def _insert(dialect: Dialect, table: str, count: int) -> str:
 class Outbox:
     """The delivery rows each action writes, by action FQN."""
 
-    def __init__(self, dialect: Dialect, table: str, routes: Mapping[str, Iterable[str]]) -> None:
-        """``routes``: action FQN -> the names of the subscribers that want its events."""
-        self.routes: Mapping[str, tuple[str, ...]] = MappingProxyType(
-            {fqn: tuple(names) for fqn, names in routes.items() if names}
-        )
-        self._sql = {fqn: _insert(dialect, table, len(names)) for fqn, names in self.routes.items()}
+    def __init__(
+        self,
+        dialect: Dialect,
+        table: str,
+        routes: Mapping[str, Iterable[str]],
+        states: Mapping[str, Iterable[str]] | None = None,
+    ) -> None:
+        """``routes``: action FQN -> the names of the subscribers that want its events;
+        ``states``: entity FQN -> those that follow its state changes."""
+        self.routes = _routes(routes)
+        self.states = _routes(states or {})
+        counts = {len(names) for names in (*self.routes.values(), *self.states.values())}
+        self._sql = {count: _insert(dialect, table, count) for count in counts}
 
     def statement(
         self, action: str, event_id: str, tenant_id: str, entity: str, subject_id: str
     ) -> Statement | None:
         """The INSERT of the deliveries of one event, or ``None`` when nobody wants it."""
-        names = self.routes.get(action)
+        return self._deliveries(self.routes.get(action), event_id, tenant_id, entity, subject_id)
+
+    def state_change(
+        self, event_id: str, tenant_id: str, entity: str, subject_id: str
+    ) -> Statement | None:
+        """The INSERT of the deliveries of a data-API transition's event, or ``None``."""
+        return self._deliveries(self.states.get(entity), event_id, tenant_id, entity, subject_id)
+
+    def _deliveries(
+        self,
+        names: tuple[str, ...] | None,
+        event_id: str,
+        tenant_id: str,
+        entity: str,
+        subject_id: str,
+    ) -> Statement | None:
         if names is None:
             return None
         now = now_ms()
         args: list[object] = []
         for name in names:
             args.extend((event_id, name, tenant_id, entity, subject_id, now, now))
-        return self._sql[action], args
+        return self._sql[len(names)], args
+
+
+def _routes(routes: Mapping[str, Iterable[str]]) -> Mapping[str, tuple[str, ...]]:
+    return MappingProxyType({key: tuple(names) for key, names in routes.items() if names})

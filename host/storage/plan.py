@@ -90,6 +90,9 @@ class Convert:
     converter: Converter
     rows: int
     """Rows holding a value (the progress total)."""
+    old_type: str = ""
+    """The field's type before (how the moved-aside values read)."""
+    old_currency: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from host.storage.dialects import Dialect
 __all__ = [
     "Sql",
     "guarded_update",
+    "increment",
     "insert",
     "select_one",
     "set_by_key",
@@ -92,4 +93,37 @@ def set_by_key(dialect: Dialect, table: str, column: str) -> Sql:
     return (
         f"UPDATE {dialect.quote(table)} SET {dialect.quote(column)} = {value} "
         f"WHERE tenant_id = {tenant} AND id = {row}"
+    )
+
+
+@lru_cache(maxsize=_CACHED)
+def increment(
+    dialect: Dialect, table: str, columns: tuple[str, ...], field: str, up: bool
+) -> tuple[Sql, ...]:
+    """Add a number to ``field`` of the row (tenant_id, id) unless the sum would pass a bound
+    (null counts as 0), with a new ``updated_at`` and ``_version``; no version guard. The
+    last statement returns the version and the value before, then ``columns`` after (no
+    row: no such row, or the bound). Parameters: by, now, new version, tenant, id, bound
+    (``up``: the highest value that may be increased, else the lowest that may be
+    decreased); SQLite's first statement takes tenant, id, bound.
+
+    PostgreSQL: one statement, the row locked by the sub-select (``FOR UPDATE``: a waiting
+    increment sees the committed one's value and version). SQLite: the version is read first
+    (a writing transaction there excludes every other writer), then the row updated."""
+    qt, qf = dialect.quote(table), dialect.quote(field)
+    by, now, version, tenant, row, bound = dialect.placeholders(6)
+    compare = "<=" if up else ">="
+    sets = f"{qf} = COALESCE({qt}.{qf}, 0) + {by}, updated_at = {now}, _version = {version}"
+    key = f"tenant_id = {tenant} AND id = {row} AND COALESCE({qf}, 0) {compare} {bound}"
+    returned = _select_list(dialect, table, columns)
+    if dialect.embedded:
+        return (
+            f"SELECT _version, {qf} FROM {qt} WHERE {key}",
+            f"UPDATE {qt} SET {sets} WHERE {key} RETURNING {returned}",
+        )
+    return (
+        f"UPDATE {qt} SET {sets} FROM (SELECT tenant_id, id, _version, {qf} AS _before "
+        f"FROM {qt} WHERE {key} FOR UPDATE) AS _old "
+        f"WHERE {qt}.tenant_id = _old.tenant_id AND {qt}.id = _old.id "
+        f"RETURNING _old._version, _old._before, {returned}",
     )

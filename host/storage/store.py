@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from host import jsonio
+from host.fieldtypes import INT64_MAX, INT64_MIN
 from host.graph.model import CompiledEntity, Graph
 from host.query.conditions import Condition
 from host.query.params import plain_query
@@ -219,6 +220,36 @@ class EntityStore:
         statement = sql.guarded_update(self.dialect, statements.table, tuple(columns))
         args = (*columns.values(), tenant_id, row_id, read_version)
         return Written((statement, args), row_id, version, written)
+
+    async def increment(
+        self,
+        runner: Runner,
+        entity: str,
+        tenant_id: str,
+        row_id: str,
+        field: str,
+        by: int,
+        now: str,
+    ) -> tuple[str, int | None, Sequence[Any]] | None:
+        """Add ``by`` to the integer ``field`` of the row (null counts as 0), with a new
+        ``updated_at`` and ``_version``, without a version guard: concurrent increments
+        wait for each other and all apply. Return the version and the value before and the
+        whole row after, or ``None`` when the tenant has no such row or the sum would leave the
+        64-bit range (:meth:`exists` tells which)."""
+        statements = self._entities[entity]
+        texts = sql.increment(
+            self.dialect, statements.table, statements.render.columns, field, by >= 0
+        )
+        bound = INT64_MAX - by if by >= 0 else INT64_MIN - by
+        version = new_ulid()
+        if len(texts) == 1:  # one statement: the version and the value before come first
+            found = await runner.rows(texts[0], (by, now, version, tenant_id, row_id, bound))
+            return (found[0][0], found[0][1], found[0][2:]) if found else None
+        read = await runner.rows(texts[0], (tenant_id, row_id, bound))
+        if not read:
+            return None
+        found = await runner.rows(texts[1], (by, now, version, tenant_id, row_id, bound))
+        return (read[0][0], read[0][1], found[0])
 
     # -- closing statements of an action ----------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -175,7 +176,10 @@ async def test_declared_migrations_keep_every_row_within_its_rules(tracker: Any)
     # the entity's new name where it was renamed (recorded in the graph history).
     audit_after = await tracker.query("SELECT * FROM tessera_audit ORDER BY seq")
     assert audit_after[: len(audit_before)] == audit_before
-    assert len(audit_after) == len(audit_before) + 3
+    # ... then one record per row a conversion or a map rewrote (three priorities, three
+    # estimates, a severity, a state: docs/schema-evolution.md, "Migrated rows"), then the
+    # three actions.
+    assert len(audit_after) == len(audit_before) + 8 + 3
     (latest,) = await tracker.query("SELECT changes FROM tessera_graph ORDER BY seq DESC LIMIT 1")
     recorded = json.loads(latest[0])
     rename = "[additive] entity-renamed: entity 'tracker.label' -> 'tracker.tag'"
@@ -185,6 +189,79 @@ async def test_declared_migrations_keep_every_row_within_its_rules(tracker: Any)
         table = renames.get(entity_fqn, entity_fqn.replace(".", "__"))
         found = await tracker.query(f"SELECT count(*) FROM {table} WHERE id = '{subject}'")
         assert found == [(1,)], (entity_fqn, subject)
+
+
+async def _versions(tracker: Any) -> dict[str, str]:
+    rows = await tracker.query("SELECT id, _version FROM tracker__issue")
+    return {str(row_id): str(version) for row_id, version in rows}
+
+
+async def test_migrated_rows_get_a_version_and_an_audit_record(tracker: Any) -> None:
+    ids = _seed(tracker)
+    (label_before,) = await tracker.query("SELECT _version FROM tracker__label")
+    assert tracker.host("t1", "audit", "seal").returncode == 0
+    before = await _versions(tracker)
+    done = tracker.host(
+        "t2", "migrate", "--apply", *(f"--allow={k}" for k in (*FLAGS, "unconvertible"))
+    )
+    assert done.returncode == 0, done.stderr
+    after = await _versions(tracker)
+    assert set(after) == set(before)
+    assert all(after[row] != before[row] for row in before)  # every issue was converted
+    assert await tracker.query("SELECT _version FROM tracker__tag") == [label_before]  # renamed
+
+    records = await tracker.query(
+        "SELECT subject_id, actor_id, roles, entity, changes, version FROM tessera_audit "
+        "WHERE action = 'migration:tracker@2.0.0' ORDER BY seq"
+    )
+    assert len(records) == 8
+    chain: dict[str, str] = dict(before)
+    changed: dict[str, dict[str, Any]] = {}
+    for subject, actor, roles, entity, changes, version in records:
+        assert (actor, roles, entity) == ("system", "[]", "tracker.issue")
+        pairs = json.loads(changes)
+        assert pairs.pop("_version") == [chain[subject], version]  # each record chains on
+        chain[subject] = version
+        changed.setdefault(subject, {}).update(pairs)
+    assert chain == after
+    assert changed[ids["a"]] == {
+        "priority": ["LOW", 1],
+        "estimate": ["3d", 3],
+        "severity": ["blocker", "major"],
+        "status": ["wontfix", "done"],
+    }
+    assert changed[ids["b"]] == {"priority": ["URGENT", 4], "estimate": ["soon", None]}
+
+    # Through HTTP: the row's history names the migration.
+    (result,) = tracker.ok("t2", [{"projection": f"tracker.issue.list/history?subject={ids['b']}"}])
+    newest = result[1]["data"]["items"][0]
+    assert newest["action"] == "migration:tracker@2.0.0"
+    assert newest["actor"] == {"id": "system", "roles": []}
+    assert newest["versionAfter"] == after[ids["b"]]
+    # The hash chain takes the new records like any others.
+    assert tracker.host("t2", "audit", "seal").returncode == 0
+    verified = tracker.host("t2", "audit", "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+async def test_migration_versions_off_keeps_the_old_behaviour(tracker: Any) -> None:
+    _seed(tracker)
+    before = await _versions(tracker)
+    count = await tracker.query("SELECT count(*) FROM tessera_audit")
+    done = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "host", "migrate", "--apply"),
+            *(f"--allow={k}" for k in (*FLAGS, "unconvertible")),
+        ],
+        env={**tracker.env("t2"), "TESSERA_MIGRATION_VERSIONS": "0"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert await _versions(tracker) == before
+    assert await tracker.query("SELECT count(*) FROM tessera_audit") == count
 
 
 async def test_an_interrupted_apply_leaves_nothing_applied(

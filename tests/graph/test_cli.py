@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -189,3 +191,25 @@ def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
         os.close(write_end)
     assert writer.stderr == b"", writer.stderr.decode()
     assert writer.returncode == 141
+
+
+def test_graph_lists_the_subscribers_outside_the_hash(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TESSERA_PLUGINS_ONLY", "helpdesk")
+    assert cli.main(["graph"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["subscribers"] == [
+        {
+            "name": "helpdesk.notify_requester",
+            "plugin": "helpdesk",
+            "actions": ["helpdesk.ticket.resolve"],
+            "entities": [],
+            "states": [],
+            "transactional": True,
+            "timeoutS": 2.0,
+        }
+    ]
+    compact = json.dumps(document["graph"], sort_keys=True, separators=(",", ":"))
+    assert hashlib.sha256(compact.encode()).hexdigest() == document["hash"]
+    assert "subscriber" not in compact

@@ -79,7 +79,10 @@ async def _rehearse_then_run(
     subject: str | None = None,
     inputs: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Dry-run ``fqn``, check the database did not change, run it for real; both answers."""
+    """Dry-run ``fqn``, check the database did not change, run it for real; both answers.
+    Earlier actions' events are delivered first: the dispatcher must not change the database
+    between the two dumps."""
+    await host.deliveries_settled()
     before = await dump(host.database_url)
     rehearsal = await _dry(client, fqn, subject=subject, inputs=inputs)
     assert rehearsal.status == 200, rehearsal.json

@@ -133,6 +133,13 @@ class Tracker:
                         maximum=100,
                     ),
                     Field(
+                        name="votes",
+                        type=FieldType.INTEGER,
+                        nullable=True,
+                        default=None,
+                        written_by=WrittenBy.OWNER,
+                    ),
+                    Field(
                         name="done_by",
                         type=FieldType.STRING,
                         nullable=True,

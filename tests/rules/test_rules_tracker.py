@@ -208,6 +208,36 @@ async def test_a_validator_sees_the_write_the_actor_and_the_acting_plugin(
     assert patch.after["_version"] != patch.before["_version"]
 
 
+async def test_increments_follow_the_entity_rules(
+    rules_host: Host, reports: Reports, tracker: Tracker
+) -> None:
+    client = member(rules_host)
+    project = await new_project(client)
+    issue = await new_issue(client, project, points=3)
+
+    async def add(by: int, field: str = "points") -> Any:
+        async def effect(ctx: ActionContext) -> None:
+            await ctx.data.increment(ISSUE, issue, field, by)
+
+        return await meddle(rules_host, reports, effect)
+
+    assert (await add(2)).status == 200
+    seen = tracker.validated[-1]
+    assert seen.kind == "update" and seen.plugin == "reports"
+    assert seen.before is not None and seen.before["points"] == 3
+    assert seen.changes == {"points": 5} and seen.after["points"] == 5
+    assert seen.after["_version"] != seen.before["_version"]
+    before = await database(rules_host)
+    assert_refused(await add(96), 400, "BadRequest", "'points'", "100")  # past the maximum
+    assert_refused(await add(-6), 400, "BadRequest", "'points'", "0")  # below the minimum
+    assert_refused(await add(1, "votes"), 403, "PolicyDenied", "'votes'", "tracker")
+    await archive(client, project)
+    archived = await database(rules_host)
+    assert_refused(await add(1), 400, "BadRequest", "archived")  # the validator
+    assert await database(rules_host) == archived
+    assert before[ISSUE] == archived[ISSUE]
+
+
 # -- ownership ----------------------------------------------------------------------------------
 
 
