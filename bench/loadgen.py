@@ -63,8 +63,12 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, int]:
 class Run:
     """Shared state of one load run."""
 
-    def __init__(self, requests: list[bytes], mode: str, max_requests: int | None) -> None:
+    def __init__(
+        self, requests: list[bytes], mode: str, max_requests: int | None, min_requests: int = 0
+    ) -> None:
         self.requests = requests
+        self.min_requests = min_requests
+        self.measure_cap = 0.0
         self.mode = mode
         self.max_requests = max_requests
         self.next_index = 0
@@ -81,7 +85,9 @@ class Run:
     def take(self) -> bytes | None:
         now = time.perf_counter()
         if now >= self.measure_until:
-            return None
+            if len(self.latencies) >= self.min_requests or now >= self.measure_cap:
+                return None
+            self.measure_until = now + 0.25  # too few recorded yet: keep the window open
         if self.max_requests is not None and len(self.latencies) >= self.max_requests:
             return None
         index = self.next_index
@@ -131,11 +137,13 @@ async def drive(
     duration: float,
     warmup: float,
     max_requests: int | None,
+    min_requests: int = 0,
 ) -> dict[str, Any]:
-    run = Run(requests, mode, max_requests)
+    run = Run(requests, mode, max_requests, min_requests)
     run.started = time.perf_counter()
     run.measure_from = run.started + warmup
     run.measure_until = run.measure_from + duration
+    run.measure_cap = run.measure_until + 30.0
     await asyncio.gather(*(connection(run, host, port) for _ in range(connections)))
     # The window ends at the deadline, or earlier when a "once" list ran out.
     end = run.measure_until
@@ -172,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--requests", type=int, default=None, help="stop after N recorded")
+    parser.add_argument(
+        "--min-requests",
+        type=int,
+        default=0,
+        help="keep the window open (at most 30 s more) until N requests were recorded",
+    )
     parser.add_argument("--slice", default="0/1", help="i/n: use every n-th request from i")
     parser.add_argument("--summary", action="store_true", help="print rps/p50/p99 only")
     args = parser.parse_args(argv)
@@ -189,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             duration=args.duration,
             warmup=args.warmup,
             max_requests=args.requests,
+            min_requests=args.min_requests,
         )
     )
     if args.summary:

@@ -1,6 +1,7 @@
 """Profile the host's worker under the create and list loads with py-spy.
 
     python bench/profile_host.py [--duration 10] [--scenarios create list100] [--backend sqlite]
+                                 [--native]
 
 Starts the host (1 worker), drives the scenario with the bench load generator while
 ``py-spy record --format raw --threads`` samples the worker, and prints the top frames:
@@ -95,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", nargs="+", default=["create", "list100"])
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
+    parser.add_argument(
+        "--native", action="store_true", help="py-spy --native: C frames too (SQLite's)"
+    )
     args = parser.parse_args(argv)
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     tmp = Path(tempfile.mkdtemp(prefix="tessera-profile-"))
@@ -123,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                     "--format",
                     "raw",
                     "--threads",
+                    *(["--native"] if args.native else []),
                     "-o",
                     str(raw),
                 ],

@@ -81,6 +81,11 @@ def subject(tenant: str, ticket: str) -> dict[str, str]:
     return {"tenantId": tenant, "entityFqn": "helpdesk.ticket", "identityHandle": ticket}
 
 
+def _ms(value: float | None) -> str:
+    """A latency for the log (``n/a`` when no request completed in the window)."""
+    return "n/a" if value is None else f"{value:.1f} ms"
+
+
 def build_requests(
     scenario: str, url: str, tenant: str, budget_s: float, smoke: bool
 ) -> tuple[str, list[dict[str, Any]]]:
@@ -155,6 +160,7 @@ def run_load(
     processes: int,
     workdir: Path,
     worker_pids: Sequence[int] = (),
+    min_requests: int = 0,
 ) -> dict[str, Any]:
     """Drive ``requests`` at ``port`` from ``processes`` generator processes (32 connections
     in all); return throughput, latency percentiles and the CPU used on each side."""
@@ -184,6 +190,8 @@ def run_load(
                 str(warmup),
                 "--slice",
                 f"{i}/{processes}",
+                "--min-requests",
+                str(min_requests),
             ],
             stdout=subprocess.PIPE,
         )
@@ -191,7 +199,7 @@ def run_load(
     ]
     outputs = []
     for proc in procs:
-        out, _ = proc.communicate(timeout=duration + warmup + 120)
+        out, _ = proc.communicate(timeout=duration + warmup + 150)
         if proc.returncode != 0:
             raise RuntimeError(f"load generator failed with {proc.returncode}")
         outputs.append(json.loads(out))
@@ -275,7 +283,7 @@ class Bench:
     def database(self, backend: str, name: str) -> str:
         if backend == "sqlite":
             return dbsetup.prepare_sqlite(self.tmp / f"{name}-{uuid.uuid4().hex[:6]}.db")
-        database = f"tessera_bench_{name}"
+        database = f"tessera_bench_{name}_{os.getpid()}"  # two runs at once never share one
         self.pg_databases.append(database)
         return dbsetup.prepare_postgresql(database)
 
@@ -289,6 +297,8 @@ class Bench:
             processes=self.args.loadgen_processes,
             workdir=self.tmp,
             worker_pids=server.workers(),
+            # A smoke run checks that every scenario works, whatever the machine's load.
+            min_requests=1 if self.smoke else 0,
         )
 
     # throughput: every scenario for host and baseline, alternating, per backend/workers
@@ -315,6 +325,8 @@ class Bench:
             budget = self.args.duration + self.args.warmup
             for scenario in scenarios:
                 for run in range(self.args.runs):
+                    if not self.smoke:
+                        self.ceiling_beside(running["ceiling"], backend, workers, run, scenario)
                     for name in COMPARED:
                         tenant = f"{scenario}-{name}-r{run}-{uuid.uuid4().hex[:6]}"
                         mode, requests = build_requests(
@@ -331,12 +343,22 @@ class Bench:
                         self.result["throughput"].append(measured)
                         log(
                             f"{scenario} {backend} w{workers} {name} run {run}: "
-                            f"{measured['rps']:.0f} req/s p50 {measured['p50_ms']:.1f} ms "
+                            f"{measured['rps']:.0f} req/s p50 {_ms(measured['p50_ms'])} "
                             f"non-2xx {measured['non_2xx']}"
                         )
         finally:
             for server in running.values():
                 server.stop()
+
+    def ceiling_beside(
+        self, ceiling: servers.Server, backend: str, workers: int, run: int, scenario: str
+    ) -> None:
+        """The ceiling again, in this round of ``scenario``, just before the host: host/ceiling
+        then compares two loads seconds apart, not minutes (the machine's other load moves
+        both)."""
+        beside = self.load(ceiling, "cycle", [{"method": "GET", "path": "/", "headers": {}}])
+        beside.update(backend=backend, workers=workers, run=run, scenario=scenario)
+        self.result["ceiling"].append(beside)
 
     def parity(self, running: dict[str, servers.Server], urls: dict[str, str]) -> None:
         """Same rows in both databases: host and baseline must answer the same documents."""
@@ -501,13 +523,12 @@ def machine() -> dict[str, Any]:
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
     """Medians over runs, ratios host/baseline and against the ceiling."""
     ceilings: dict[tuple[str, int], float | None] = {}
-    for entry in result["ceiling"]:
+    first = [e for e in result["ceiling"] if "scenario" not in e]  # before the scenarios
+    for entry in first:
         key = (entry["backend"], entry["workers"])
         ceilings.setdefault(key, None)
     for key in ceilings:
-        ceilings[key] = median(
-            [e["rps"] for e in result["ceiling"] if (e["backend"], e["workers"]) == key]
-        )
+        ceilings[key] = median([e["rps"] for e in first if (e["backend"], e["workers"]) == key])
     rows = []
     keys = []
     for entry in result["throughput"]:
@@ -540,6 +561,27 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         ceiling = ceilings.get((backend, workers))
         row["ceiling_rps"] = ceiling
         row["host_over_ceiling"] = host / ceiling if host and ceiling else None
+        # The ceiling measured in each round of this scenario, just before the host.
+        beside = [
+            e
+            for e in result["ceiling"]
+            if (e["backend"], e["workers"], e.get("scenario")) == (backend, workers, scenario)
+        ]
+        round_rps = median([e["rps"] for e in beside]) if beside else None
+        round_cpu = median(
+            [1000 * e["server_cpu_s"] / e["completed"] for e in beside if e["completed"]]
+        )
+        row["loadavg"] = median(
+            [
+                e.get("loadavg_before")
+                for e in result["throughput"]
+                if (e["backend"], e["workers"], e["scenario"]) == (backend, workers, scenario)
+            ]
+        )
+        row["round_ceiling_rps"] = round_rps
+        row["host_over_round_ceiling"] = host / round_rps if host and round_rps else None
+        row["ceiling_cpu_ms_per_req"] = round_cpu
+        row["ceiling_over_host_cpu"] = round_cpu / host_cpu if round_cpu and host_cpu else None
         rows.append(row)
     scaling = {}
     for entry in result["scaling"]:
@@ -568,19 +610,25 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['args']['loadgen_processes']} load generator process(es).",
         "",
         "| backend | workers | scenario | host req/s | baseline req/s | host/baseline "
-        "| ceiling req/s | host/ceiling | host p50 / p99 ms | baseline p50 / p99 ms "
-        "| server CPU ms/req host / baseline (ratio) | non-2xx |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| ceiling req/s | host/ceiling | ceiling req/s in the round | host/ceiling in the round "
+        "| host p50 / p99 ms | baseline p50 / p99 ms "
+        "| server CPU ms/req host / baseline (ratio) | ceiling CPU ms/req (ceiling/host) "
+        "| non-2xx | load average |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in summary["throughput"]:
         h, b = row["host"], row["baseline"]
         out.append(
             f"| {row['backend']} | {row['workers']} | {row['scenario']} | {fmt(h['rps'])} "
             f"| {fmt(b['rps'])} | {fmt(row['ratio'], 2)} | {fmt(row['ceiling_rps'])} "
-            f"| {fmt(row['host_over_ceiling'], 2)} | {fmt(h['p50_ms'], 1)} / {fmt(h['p99_ms'], 1)} "
+            f"| {fmt(row['host_over_ceiling'], 2)} | {fmt(row.get('round_ceiling_rps'))} "
+            f"| {fmt(row.get('host_over_round_ceiling'), 2)} "
+            f"| {fmt(h['p50_ms'], 1)} / {fmt(h['p99_ms'], 1)} "
             f"| {fmt(b['p50_ms'], 1)} / {fmt(b['p99_ms'], 1)} "
             f"| {fmt(h['cpu_ms_per_req'], 2)} / {fmt(b['cpu_ms_per_req'], 2)} "
-            f"({fmt(row['cpu_ratio'], 2)}) | {h['non_2xx']} / {b['non_2xx']} |"
+            f"({fmt(row['cpu_ratio'], 2)}) | {fmt(row.get('ceiling_cpu_ms_per_req'), 2)} "
+            f"({fmt(row.get('ceiling_over_host_cpu'), 2)}) | {h['non_2xx']} / {b['non_2xx']} "
+            f"| {fmt(row.get('loadavg'), 1)} |"
         )
     if result["parity"]:
         out += [
@@ -668,7 +716,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.smoke:
         args.backend, args.workers, args.runs = ["sqlite"], [1], 1
-        args.duration, args.warmup = 0.8, 0.2
+        args.duration, args.warmup = 1.5, 0.3  # long enough on a loaded CI machine
     if args.scenarios is None:
         args.scenarios = list(ALL_SCENARIOS)
     return args

@@ -1,9 +1,11 @@
 """``tessera audit``: seal, verify, export and prune the audit log (docs/history.md).
 
 Works on the database alone (no host needs to run), with the settings of the host:
-``TESSERA_AUDIT_CHECKPOINTS`` and ``TESSERA_AUDIT_KEY_FILE`` name the signed checkpoints.
-Exit statuses: 0 done (verify: every tenant verified); 1 a difference found or the database
-cannot be reached; 2 bad arguments.
+``TESSERA_AUDIT_CHECKPOINTS`` and ``TESSERA_AUDIT_KEY_FILE`` (or their defaults in the data
+directory) name the signed checkpoints, ``TESSERA_AUDIT_SEAL_S`` how long a record may wait
+for its seal. Exit statuses: 0 done (verify: every tenant verified, only records younger
+than the sealing interval left unsealed); 1 a difference found, records left unsealed too
+long, or the database cannot be reached; 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -22,18 +24,18 @@ from host.errors import StartupError
 from host.fieldtypes import format_datetime, parse_datetime
 from host.graph import GraphError, build_graph
 from host.startup import check_database_url, reachable
-from host.storage import Schema, Storage, build_schema
+from host.storage import Schema, Storage, Tx, build_schema
 from host.storage.auditchain import (
     Checkpoint,
     CheckpointError,
-    checkpoint_key,
+    configured_checkpoints,
     prune,
-    read_checkpoints,
     sealer_of,
     verify,
 )
 from host.storage.auditexport import FORMATS, export_lines
-from host.storage.auditlog import AuditLog, Position
+from host.storage.auditlog import AuditLog, Position, missing_audit_columns
+from host.storage.dialect import EvolutionDialect
 
 __all__ = ["add_parser", "audit"]
 
@@ -82,15 +84,8 @@ def _instant(text: str | None, name: str) -> str | None:
 
 def _checkpoints(settings: Settings, given: str | None = None) -> list[Checkpoint]:
     """The checkpoints of ``given`` (a file named on the command line; it must exist) or of
-    ``TESSERA_AUDIT_CHECKPOINTS`` (none while that file does not exist yet)."""
-    if given:
-        return read_checkpoints(Path(given), checkpoint_key(settings))
-    if not settings.audit_checkpoints:
-        return []
-    path = Path(settings.audit_checkpoints)
-    if not path.exists():
-        return []
-    return read_checkpoints(path, checkpoint_key(settings))
+    the settings' checkpoint file (none while that file does not exist yet)."""
+    return configured_checkpoints(settings, Path(given) if given else None)
 
 
 async def _open(settings: Settings, work: Callable[[Storage, Schema], Awaitable[T]]) -> T:
@@ -101,9 +96,27 @@ async def _open(settings: Settings, work: Callable[[Storage, Schema], Awaitable[
         raise StartupError(f"TESSERA_DATABASE_URL={settings.database_url}: no such SQLite file")
     await reachable(storage.connect(), settings)
     try:
+        await _audit_log_is_current(storage, schema)
         return await work(storage, schema)
     finally:
         await storage.disconnect()
+
+
+async def _audit_log_is_current(storage: Storage, schema: Schema) -> None:
+    """Refuse, in one line, an audit log that lacks columns this version writes: the service
+    adds them when it starts; this command only reads (it may run on a read-only replica)."""
+
+    async def lacking(tx: Tx) -> list[str]:
+        found = await missing_audit_columns(tx, EvolutionDialect(storage.dialect), schema)
+        return [column.name for column in found]
+
+    missing = await storage.transaction(lacking)
+    if missing:
+        raise StartupError(
+            f"the audit log of this database predates this version of Tessera (no column "
+            f"{', '.join(missing)}): start the service once with this version, which adds "
+            "them, then run this command again"
+        )
 
 
 async def _verify(settings: Settings, args: argparse.Namespace) -> int:
@@ -114,13 +127,14 @@ async def _verify(settings: Settings, args: argparse.Namespace) -> int:
         tenants = args.tenant or sorted({*await sealer.tenants(), *(c.tenant for c in checkpoints)})
         failed = 0
         for tenant in tenants:
-            finding = await verify(storage, schema, tenant, checkpoints)
+            finding = await verify(
+                storage, schema, tenant, checkpoints, interval=settings.audit_seal_s
+            )
             failed += not finding.ok
             if args.json:
                 print(json.dumps(finding.as_json(), sort_keys=True), flush=True)
             else:
-                verdict = "ok" if finding.ok else "DIFFERS"
-                print(f"{tenant}: {verdict}: {finding.message}", flush=True)
+                print(f"{tenant}: {finding.verdict}: {finding.message}", flush=True)
         return EXIT_FAILED if failed else 0
 
     return await _open(settings, work)

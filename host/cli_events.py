@@ -22,7 +22,6 @@ from typing import TypeVar
 from host.config import Settings
 from host.errors import StartupError
 from host.graph import Graph, GraphError, build_graph
-from host.service import Service
 from host.startup import check_database_url, reachable
 from host.storage import Storage
 from host.storage.deliveries import DEAD, FAILED, DeliveryStore
@@ -145,6 +144,8 @@ async def _run(settings: Settings, work: Callable[[DeliveryStore], Awaitable[int
 
 async def _dispatch(settings: Settings, graph: Graph) -> int:
     """Start the service with its dispatcher and no HTTP; stop on SIGTERM or SIGINT."""
+    from host.service import Service  # the whole service: only for this command
+
     service = await Service.start(replace(settings, events_dispatch=True), graph)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final
 
 from host.webhook_settings import Webhook, parse_webhooks
 
@@ -37,10 +37,35 @@ def _parse_positive_float(raw: str) -> float:
     return value
 
 
+def _parse_poll_or_off(raw: str) -> float:
+    """A positive number of seconds, or ``off`` (0)."""
+    if raw.strip().lower() == "off":
+        return 0.0
+    return _parse_positive_float(raw)
+
+
 def _parse_seconds_or_off(raw: str) -> float:
     value = float(raw)
     if not value >= 0 or value == float("inf"):
         raise ValueError(f"expected a number of seconds (0: off), got {raw!r}")
+    return value
+
+
+_DURATION_UNITS: Final = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration_or_off(raw: str) -> float:
+    """Seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``30d``); ``off`` or 0: 0."""
+    text = raw.strip().lower()
+    if text == "off":
+        return 0.0
+    scale = _DURATION_UNITS.get(text[-1:], 0.0)
+    try:
+        value = float(text[:-1] if scale else text) * (scale or 1.0)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"expected a duration such as 30d, 12h or 3600 (off: never), got {raw!r}")
     return value
 
 
@@ -162,6 +187,12 @@ class Settings:
         _parse_positive_int,
         "How long a SQLite writer waits for another process's write lock.",
     )
+    sqlite_group_commit: int = _setting(
+        32,
+        _parse_positive_int,
+        "SQLite: the most units of work waiting for the writer that share one commit "
+        "(1: every unit of work commits alone).",
+    )
     pg_pool_min: int = _setting(
         2,
         _parse_positive_int,
@@ -246,6 +277,18 @@ class Settings:
         _parse_bool,
         "Deliver events to subscribers and webhooks from this process (a background "
         "dispatcher in every worker); 'false' leaves delivery to other processes.",
+    )
+    timers_poll: float = _setting(
+        0.5,
+        _parse_poll_or_off,
+        "Seconds the timer loop of each worker waits, when nothing is due, before it looks "
+        "for due timers again (docs/timers.md); 'off' fires no timers from this process.",
+    )
+    timers_retention: float = _setting(
+        30 * 86400.0,
+        parse_duration_or_off,
+        "How long settled timers (fired, failed, cancelled) are kept before the timer loop "
+        "deletes them: seconds, or 30d, 12h, 45m; 'off' keeps them (docs/timers.md).",
     )
     events_poll_s: float = _setting(
         0.5,
@@ -384,16 +427,25 @@ class Settings:
     )
 
     audit_seal_s: float = _setting(
-        0.0,
+        60.0,
         _parse_seconds_or_off,
         "Seconds between two rounds of the audit sealer (the hash chain of each tenant's "
-        "audit records, docs/history.md); 0 (default): this process does not seal.",
+        "audit records, docs/history.md); audit verify fails on a record left unsealed "
+        "longer. 0: this process does not seal.",
+    )
+    data_dir: str = _setting(
+        "",
+        str.strip,
+        "Directory of the audit key and checkpoints when TESSERA_AUDIT_KEY_FILE and "
+        "TESSERA_AUDIT_CHECKPOINTS are not set. Empty (default): the SQLite database's "
+        "directory; on PostgreSQL none (the chain is sealed, no checkpoint is signed).",
     )
     audit_checkpoints: str = _setting(
         "",
         str.strip,
         "File the sealer appends signed checkpoints {tenant, count, head} to (JSON lines); "
-        "keep it outside the database's reach. Empty: no checkpoints.",
+        "keep it outside the database's reach. Empty: <database>.audit-checkpoints in the "
+        "data directory (TESSERA_DATA_DIR), none without one.",
     )
     audit_checkpoint_url: str = _setting(
         "",
@@ -404,7 +456,8 @@ class Settings:
     audit_key_file: str = _setting(
         "",
         str.strip,
-        "File holding the key the checkpoints are signed with (HMAC-SHA256).",
+        "File holding the key the checkpoints are signed with (HMAC-SHA256). Empty: "
+        "<database>.audit-key in the data directory, made by the first sealer.",
     )
     history_roles: tuple[str, ...] = _setting(
         (),

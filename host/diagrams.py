@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Final
 
 from host.graph.model import CompiledAction, CompiledEntity, Graph
+from host.graph.timerdefs import Timers
+from plugin_api.timers import StateTimer
 
 __all__ = ["FORMATS", "Edge", "edges", "render", "render_entity"]
 
@@ -31,8 +34,11 @@ def _action_label(action: CompiledAction) -> str:
     return f"{action.name} ({roles})"
 
 
-def edges(entity: CompiledEntity, actions: Mapping[str, CompiledAction]) -> list[Edge]:
-    """The edges of ``entity``'s workflow, in transition and source order."""
+def edges(
+    entity: CompiledEntity, actions: Mapping[str, CompiledAction], timers: Timers | None = None
+) -> list[Edge]:
+    """The edges of ``entity``'s workflow, in transition and source order, then those its
+    state timers take (issue 41)."""
     workflow = entity.workflow
     assert workflow is not None
     by_transition: dict[str, list[str]] = {}
@@ -45,6 +51,30 @@ def edges(entity: CompiledEntity, actions: Mapping[str, CompiledAction]) -> list
         labels = by_transition.get(transition.name) or [f"{transition.name} (no action)"]
         for source in transition.sources:
             found.append(Edge(source, transition.target, ", ".join(labels)))
+    return found + timer_edges(entity, actions, timers)
+
+
+def _duration(after: timedelta) -> str:
+    seconds = int(after.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{after.total_seconds():g}s"
+
+
+def timer_edges(
+    entity: CompiledEntity, actions: Mapping[str, CompiledAction], timers: Timers | None
+) -> list[Edge]:
+    """One edge per state timer of ``entity`` whose action is a transition out of its state:
+    ``resolved --> closed: after 7d: close (timer helpdesk.ticket.autoclose)``."""
+    found = []
+    for timer in timers.by_entity.get(entity.fqn, ()) if timers is not None else ():
+        definition, action = timer.definition, actions[timer.action]
+        if not isinstance(definition, StateTimer) or action.transition is None:
+            continue
+        if definition.state in action.transition.sources:
+            label = f"after {_duration(definition.after)}: {action.name} (timer {timer.name})"
+            found.append(Edge(definition.state, action.transition.target, label))
     return found
 
 
@@ -102,7 +132,7 @@ FORMATS: Final = tuple(_RENDERERS)
 def render_entity(graph: Graph, fqn: str, fmt: str) -> str:
     """The diagram of entity ``fqn`` (which must have a workflow) in format ``fmt``."""
     entity = graph.entities[fqn]
-    return _RENDERERS[fmt](entity, edges(entity, graph.actions))
+    return _RENDERERS[fmt](entity, edges(entity, graph.actions, graph.timers))
 
 
 def render(graph: Graph, fmt: str) -> str:

@@ -118,6 +118,44 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
         )
 
+        self.timer_firings = prom.Counter(
+            "tessera_timer_firings_total",
+            "Timers settled by this worker's timer loop, by outcome: fired, failed (the action "
+            "refused; not retried).",
+            ("outcome",),
+        )
+        self.timer_lag = prom.Histogram(
+            "tessera_timer_lag_seconds",
+            "Time from a timer's due time to the commit of its firing.",
+            buckets=LAG_BUCKETS,
+        )
+        self.timer_purges = prom.Counter(
+            "tessera_timers_purged_total",
+            "Settled timers (fired, failed, cancelled) older than TESSERA_TIMERS_RETENTION "
+            "deleted by this worker's timer loop.",
+        )
+        self.timers_pending = prom.Gauge(
+            "tessera_timers_pending",
+            "Pending timers in the database, as a timer loop last counted them (every 10 s): "
+            "due=later, or due=overdue (due and not fired yet).",
+            ("due",),
+            multiprocess_mode="max",
+        )
+
+    def timer_settled(self, outcome: str, lag_s: float) -> None:
+        """Count one timer settled by the timer loop (``fired`` or ``failed``)."""
+        self.timer_firings.labels(outcome).inc()
+        self.timer_lag.observe(lag_s)
+
+    def timers_purged(self, purged: int) -> None:
+        """Count settled timers a purge deleted."""
+        self.timer_purges.inc(purged)
+
+    def timers_counted(self, pending: int, overdue: int) -> None:
+        """Record the pending timers a timer loop counted."""
+        self.timers_pending.labels("later").set(pending - overdue)
+        self.timers_pending.labels("overdue").set(overdue)
+
     def live_sent(self, count: int, lags: list[float]) -> None:
         """Count messages sent on a live stream, with their lags in seconds."""
         self.live_messages.inc(count)

@@ -4,6 +4,22 @@ from __future__ import annotations
 
 from plugin_api.version import PLUGIN_API_VERSION, REQUIRES_ATTRIBUTE, parse_version, provides
 
+OLDEST = "1.0"
+"""The plugin API a plugin that requires nothing was written for: it gets the rules of 1.0."""
+
+
+def declared_version(plugin: object) -> str:
+    """The plugin API version ``plugin`` requires, or :data:`OLDEST` when it requires nothing
+    (or something unreadable, which the loader refuses anyway)."""
+    required = getattr(plugin, REQUIRES_ATTRIBUTE, None)
+    try:
+        if isinstance(required, str):
+            parse_version(required)
+            return required
+    except ValueError:
+        pass
+    return OLDEST
+
 
 def requires_at_least(plugin: object, version: str) -> bool:
     """Whether ``plugin`` requires plugin API ``version`` or a later one (a plugin that

@@ -35,6 +35,7 @@ from plugin_api.definitions import (
     UpdateAction,
 )
 from plugin_api.events import Subscriber
+from plugin_api.grants import Grant, RunsAction, SystemRead
 from plugin_api.migrations import (
     ConvertField,
     MapOptions,
@@ -43,6 +44,7 @@ from plugin_api.migrations import (
     RenameEntity,
     RenameField,
 )
+from plugin_api.timers import FieldTimer, StateTimer, Timer
 from plugin_api.validators import ValidatorHandler
 
 __all__ = [
@@ -114,6 +116,8 @@ class PluginContribution:
     migrations: tuple[Migration, ...] = ()
     subscribers: tuple[Subscriber, ...] = ()
     validators: Mapping[str, ValidatorHandler] = field(default_factory=lambda: MappingProxyType({}))
+    grants: tuple[Grant, ...] = ()
+    timers: tuple[Timer, ...] = ()
     errors: tuple[str, ...] = ()
 
 
@@ -386,6 +390,12 @@ def contributions(loaded: LoadedPlugins) -> list[PluginContribution]:
                 ),
                 subscribers=collect.sequence("tessera_subscribers", Subscriber, "a Subscriber"),
                 validators=collect.handlers("tessera_validators"),
+                grants=collect.sequence(
+                    "tessera_grants", (RunsAction, SystemRead), "a RunsAction or SystemRead"
+                ),
+                timers=collect.sequence(
+                    "tessera_timers", (StateTimer, FieldTimer), "a StateTimer or FieldTimer"
+                ),
                 errors=tuple(collect.errors),
             )
         )

@@ -17,15 +17,18 @@ from host.query.cursor import CursorCodec
 from host.runtime import ActionRuntime
 from host.runtime.history import public_record
 from host.runtime.idempotency import IdempotencyStore
+from host.schemalog import summarised
 from host.startup import check_database_url, mask_url, reachable
 from host.storage import Schema, Storage, build_schema
 from host.storage.auditchain import seal_forever, sealer_of
+from host.storage.auditfiles import audit_files
 from host.storage.auditlog import row_history
 from host.storage.migrate import apply, startup_evolution
 from host.storage.plan import Plan
 from host.storage.reads import ProjectionReads
 from host.storage.secrets import shared_secret
 from host.storage.store import EntityStore
+from host.timers import Firing, TimerScheduler
 from plugin_api.data import HistoryRecord
 
 logger = logging.getLogger("tessera.service")
@@ -50,6 +53,8 @@ class Service:
     """The outbox actions write to and this process's event dispatcher (docs/events.md)."""
     sealing: asyncio.Task[None] | None = None
     """The audit sealer of this process (``TESSERA_AUDIT_SEAL_S``; docs/history.md)."""
+    timers: TimerScheduler | None = None
+    """This process's timer loop (docs/timers.md); ``None`` without timers or when off."""
 
     @classmethod
     async def start(
@@ -73,7 +78,9 @@ class Service:
                 await storage.disconnect()
             raise
         try:
-            await storage.prepare(schema, evolve=startup_evolution(graph, schema, storage.dialect))
+            evolution = startup_evolution(graph, schema, storage.dialect)
+            with summarised(evolution):
+                await storage.prepare(schema, evolve=evolution)
             cursors = CursorCodec(await shared_secret(storage, "cursor"))
         except BaseException:
             await storage.disconnect()
@@ -84,6 +91,7 @@ class Service:
         except BaseException:
             await storage.disconnect()
             raise
+        _log_sealing(settings)
         interval = min(settings.idempotency_retention_s, 3600)
         plugins = ", ".join(f"{p.name} {p.version}" if p.version else p.name for p in graph.plugins)
         for warning in graph.warnings:
@@ -103,12 +111,13 @@ class Service:
                 "plugins": {p.name: p.version for p in graph.plugins},
             },
         )
+        runtime = ActionRuntime(graph, storage, schema, events.outbox, entities, events.data)
         service = cls(
             settings=settings,
             graph=graph,
             schema=schema,
             storage=storage,
-            runtime=ActionRuntime(graph, storage, schema, events.outbox, entities, events.data),
+            runtime=runtime,
             entities=entities,
             reads=ProjectionReads(graph, storage, schema, cursors),
             idempotency=idempotency,
@@ -117,8 +126,11 @@ class Service:
             sealing=None
             if sealer is None
             else asyncio.ensure_future(seal_forever(sealer, settings.audit_seal_s)),
+            timers=_timer_loop(settings, graph, storage, runtime),
         )
         events.start()
+        if service.timers is not None:
+            service.timers.start()
         return service
 
     async def audit_trail(
@@ -143,6 +155,8 @@ class Service:
         """Stop the event dispatcher and the key purge, finish units of work in flight and
         close the database."""
         await self.events.stop()
+        if self.timers is not None:
+            await self.timers.stop()
         for task in (self.purger, self.sealing):
             if task is not None:
                 task.cancel()
@@ -154,6 +168,43 @@ class Service:
             __version__,
             self.graph.hash,
             extra={"event": "stopped", "version": __version__, "graph_hash": self.graph.hash},
+        )
+
+
+def _timer_loop(
+    settings: Settings, graph: Graph, storage: Storage, runtime: ActionRuntime
+) -> TimerScheduler | None:
+    """The timer loop (not started), unless there are no timers or ``TESSERA_TIMERS_POLL`` is
+    ``off``."""
+    if not graph.timers.by_name or settings.timers_poll <= 0:
+        return None
+    firing = Firing(graph, storage, runtime)
+    return TimerScheduler(firing, settings.timers_poll, settings.timers_retention)
+
+
+def _log_sealing(settings: Settings) -> None:
+    """One start-log line on the audit sealer: where its key and checkpoints are, and what
+    that protects against (docs/security.md)."""
+    files = audit_files(settings)
+    if settings.audit_seal_s <= 0:
+        logger.warning(
+            "audit: sealing is off in this process (TESSERA_AUDIT_SEAL_S=0): audit verify "
+            "fails on records left unsealed unless another process seals them"
+        )
+    elif files.checkpoints is None:
+        logger.info(
+            "audit: sealing every %g s, no signed checkpoints: set TESSERA_DATA_DIR or "
+            "TESSERA_AUDIT_CHECKPOINTS and TESSERA_AUDIT_KEY_FILE (docs/history.md)",
+            settings.audit_seal_s,
+        )
+    elif files.defaulted:
+        logger.info(
+            "audit: sealing every %g s; key %s and checkpoints %s are beside the data: "
+            "against this machine's own administrator ship them elsewhere (docs/history.md, "
+            '"Tamper evidence")',
+            settings.audit_seal_s,
+            files.key,
+            files.checkpoints,
         )
 
 

@@ -64,6 +64,7 @@ from plugin_api.errors import (
     WorkflowSubjectNotFound,
 )
 from plugin_api.events import Event, EventContext, Subscriber, SubscriberHandler
+from plugin_api.grants import SYSTEM_ACTOR_PREFIX, Authority, Grant, RunsAction, SystemRead
 from plugin_api.identity import ANONYMOUS_ACTOR, ROLE_NAME_PATTERN, is_role_name
 from plugin_api.listing import MAX_PAGE_SIZE, Filter, FilterOperator, ListOptions
 from plugin_api.migrations import (
@@ -84,10 +85,27 @@ from plugin_api.policies import (
     dry_run_safe,
     is_dry_run_safe,
 )
+from plugin_api.requirements import (
+    ACTOR_ID,
+    Requirement,
+    RuleValue,
+    effect_refusals,
+    input_value,
+    refuses,
+    row_field,
+)
+from plugin_api.timers import (
+    SYSTEM_TIMER_ACTOR_PREFIX,
+    FieldTimer,
+    StateTimer,
+    SystemActor,
+    Timer,
+)
 from plugin_api.validators import RowWrite, ValidatorHandler
 from plugin_api.version import PLUGIN_API_VERSION
 
 __all__ = [
+    "ACTOR_ID",
     "ANONYMOUS_ACTOR",
     "ANY_FIELD",
     "ENTRY_POINT_GROUP",
@@ -98,12 +116,15 @@ __all__ = [
     "PLUGIN_API_VERSION",
     "PROJECT_NAME",
     "ROLE_NAME_PATTERN",
+    "SYSTEM_ACTOR_PREFIX",
     "SYSTEM_FIELDS",
+    "SYSTEM_TIMER_ACTOR_PREFIX",
     "Action",
     "ActionContext",
     "ActorRequired",
     "AnyOf",
     "AuditEmissionFailed",
+    "Authority",
     "BadRequest",
     "BatchPolicy",
     "BatchPolicyHandler",
@@ -121,9 +142,11 @@ __all__ = [
     "Event",
     "EventContext",
     "Field",
+    "FieldTimer",
     "FieldType",
     "Filter",
     "FilterOperator",
+    "Grant",
     "HistoryRecord",
     "IdempotencyKeyReused",
     "InternalError",
@@ -148,18 +171,25 @@ __all__ = [
     "ReadPolicyResult",
     "RenameEntity",
     "RenameField",
+    "Requirement",
     "Row",
     "RowCondition",
     "RowScope",
     "RowWrite",
+    "RuleValue",
+    "RunsAction",
     "ServiceUnavailable",
     "Stamp",
     "StampSource",
+    "StateTimer",
     "Subscriber",
     "SubscriberHandler",
+    "SystemActor",
+    "SystemRead",
     "TenantBoundaryViolation",
     "TenantContextRequired",
     "TesseraError",
+    "Timer",
     "Transition",
     "TransitionAction",
     "Unauthenticated",
@@ -174,7 +204,11 @@ __all__ = [
     "WrittenBy",
     "batch_policy",
     "dry_run_safe",
+    "effect_refusals",
     "hookimpl",
+    "input_value",
     "is_dry_run_safe",
     "is_role_name",
+    "refuses",
+    "row_field",
 ]

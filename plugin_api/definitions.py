@@ -27,6 +27,7 @@ from plugin_api._base import _as_tuples
 if TYPE_CHECKING:
     from plugin_api.access import ReadAccess
     from plugin_api.listing import ListOptions
+    from plugin_api.requirements import Requirement
 
 JSONValue: TypeAlias = Union[JSONScalar, "Mapping[str, JSONValue]", "tuple[JSONValue, ...]"]
 """A JSON-compatible value as written in a definition (defaults, stamp literals)."""
@@ -261,6 +262,12 @@ class Entity:
         run on every create, update and transition of a row of the entity, whoever writes
         it (an action or any plugin's data API), in the writing transaction; any of them may
         refuse the write (:mod:`plugin_api.validators`).
+    :param invariants: declared rules every write of a row of the entity meets, whoever
+        writes it (:class:`~plugin_api.requirements.Requirement`, plugin API 1.10), checked
+        on the row as it will be written, before the validators.
+    :param label: the words a person reads for it (plugin API 1.10): console headings and
+        links, the ViewSchema 1.5.0 ``labels`` and the OpenAPI summaries. ``None``: the
+        humanised last part of the FQN (``ticket`` -> ``Ticket``).
     """
 
     fqn: str
@@ -269,9 +276,11 @@ class Entity:
     access: ReadAccess | None = None
     display: str | None = None
     validators: tuple[str, ...] = ()
+    invariants: tuple[Requirement, ...] = ()
+    label: str | None = None
 
     def __post_init__(self) -> None:
-        _as_tuples(self, "fields", "validators")
+        _as_tuples(self, "fields", "validators", "invariants")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -284,8 +293,19 @@ class CreateAction:
     :param stamps: values stamped on the new row (for example the requester).
     :param roles: any-of role list; empty means no role is required.
     :param policies: names of custom policies (see ``tessera_policies``), all must allow.
+    :param accepts_delegation: another plugin's effect may run this action (``ctx.data.run``)
+        as the current caller, when that plugin declares it
+        (:class:`~plugin_api.grants.RunsAction` with ``Authority.CALLER``; plugin API 1.9).
+        Without it another plugin runs the action only as its own system identity.
     :param effect: name of a custom effect (see ``tessera_effects``) run after the insert
         values are prepared, in the same transaction.
+    :param requires: declared conditions the action runs under
+        (:class:`~plugin_api.requirements.Requirement`, plugin API 1.10), checked before its
+        effect wherever it runs and foreseen by availability and dry runs. The same parameter
+        exists on every action kind.
+    :param label: the words a person reads for it (plugin API 1.10): console headings and
+        links, the ViewSchema 1.5.0 ``labels`` and the OpenAPI summaries. ``None``: the
+        humanised last part of the FQN (``create`` -> ``Create``).
     """
 
     fqn: str
@@ -295,9 +315,12 @@ class CreateAction:
     roles: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
     effect: str | None = None
+    accepts_delegation: bool = False
+    requires: tuple[Requirement, ...] = ()
+    label: str | None = None
 
     def __post_init__(self) -> None:
-        _as_tuples(self, "inputs", "stamps", "roles", "policies")
+        _as_tuples(self, "inputs", "stamps", "roles", "policies", "requires")
 
 
 class _AnyField(enum.Enum):
@@ -327,6 +350,7 @@ class TransitionAction:
         (only the transition's declared stamps are written); for an older plugin, as
         :data:`ANY_FIELD`. Name the fields explicitly, or give :data:`ANY_FIELD` to let
         the inputs set every declared field but the state field.
+    :param label: as :attr:`CreateAction.label` (plugin API 1.10).
     """
 
     fqn: str
@@ -336,9 +360,12 @@ class TransitionAction:
     roles: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
     effect: str | None = None
+    accepts_delegation: bool = False
+    requires: tuple[Requirement, ...] = ()
+    label: str | None = None
 
     def __post_init__(self) -> None:
-        _as_tuples(self, "stampable", "roles", "policies")
+        _as_tuples(self, "stampable", "roles", "policies", "requires")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -347,6 +374,7 @@ class UpdateAction:
 
     :param patchable: the closed list of fields a request may change, in order; it may be
         empty (an action whose custom effect does the work).
+    :param label: as :attr:`CreateAction.label` (plugin API 1.10).
     """
 
     fqn: str
@@ -355,9 +383,12 @@ class UpdateAction:
     roles: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
     effect: str | None = None
+    accepts_delegation: bool = False
+    requires: tuple[Requirement, ...] = ()
+    label: str | None = None
 
     def __post_init__(self) -> None:
-        _as_tuples(self, "patchable", "roles", "policies")
+        _as_tuples(self, "patchable", "roles", "policies", "requires")
 
 
 Action: TypeAlias = CreateAction | TransitionAction | UpdateAction
@@ -379,6 +410,9 @@ class Projection:
         page sizes (:class:`plugin_api.listing.ListOptions`); ``None``: nothing but paging.
     :param access: who may read it and which rows (:class:`plugin_api.access.ReadAccess`);
         ``None``: anyone who names the tenant reads every row, as in v0.1.
+    :param label: the words a person reads for it (plugin API 1.10): console headings and
+        links, the ViewSchema 1.5.0 ``labels`` and the OpenAPI summaries. ``None``: the
+        humanised last part of the FQN (``queue`` -> ``Queue``).
     """
 
     fqn: str
@@ -387,6 +421,7 @@ class Projection:
     actions: tuple[str, ...] = ()
     listing: ListOptions | None = None
     access: ReadAccess | None = None
+    label: str | None = None
 
     def __post_init__(self) -> None:
         _as_tuples(self, "fields", "actions")

@@ -21,7 +21,9 @@ from plugin_api.access import ReadPolicyHandler
 from plugin_api.context import EffectHandler, PolicyHandler
 from plugin_api.definitions import Action, Entity, Projection
 from plugin_api.events import Subscriber
+from plugin_api.grants import Grant
 from plugin_api.migrations import Migration
+from plugin_api.timers import Timer
 from plugin_api.validators import ValidatorHandler
 
 # ---------------------------------------------------------------------------------------------
@@ -166,5 +168,48 @@ def tessera_subscribers() -> Sequence[Subscriber]:
 
     Result rule: every plugin's result is collected; names must be unique across all plugins,
     and every action and entity a subscriber names must exist in the graph.
+    """
+    raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------------------------
+# Authority hooks: called once per plugin at startup.
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def tessera_grants() -> Sequence[Grant]:
+    """Return what this plugin's effects and subscribers may do with other plugins' actions
+    and entities (plugin API 1.9; :mod:`plugin_api.grants`).
+
+    :returns: a sequence of :class:`~plugin_api.RunsAction` (run another plugin's action,
+        as the plugin's system identity or, where the action accepts delegation, as the
+        caller) and :class:`~plugin_api.SystemRead` (read every row of another plugin's
+        entity, whatever its read floor).
+
+    Result rule: every plugin's result is collected per plugin; each action and entity named
+    must exist and belong to another plugin, ``Authority.CALLER`` only for an action that
+    declares ``accepts_delegation``. Only plugins requiring plugin API 1.9 are held to their
+    declarations; older ones keep the earlier behaviour (with a warning).
+    """
+    raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------------------------
+# Time hooks: called once per plugin when the host compiles the metadata graph.
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def tessera_timers() -> Sequence[Timer]:
+    """Return the timers this plugin declares (plugin API 1.10; :mod:`plugin_api.timers`).
+
+    :returns: a sequence of :class:`~plugin_api.StateTimer` and
+        :class:`~plugin_api.FieldTimer`; each names an action of an entity and the system
+        actor that runs it when the timer fires.
+
+    Result rule: every plugin's result is collected; names must be unique across all plugins,
+    and every entity, state, field and action named must exist (a startup error otherwise).
+    Timers enter the graph's canonical form and hash.
     """
     raise NotImplementedError

@@ -81,6 +81,13 @@ HARNESS_SETTINGS: tuple[SettingInfo, ...] = (
         "wait in the table; host.deliveries_settled() would time out).",
     ),
     _s(
+        "timers_poll",
+        "float",
+        0.5,
+        "Seconds an idle timer loop waits before it looks for due timers again "
+        "(0: off; plugin API 1.10): lower it (0.05) for fast timer tests.",
+    ),
+    _s(
         "events_poll_s",
         "float",
         0.5,

@@ -42,14 +42,15 @@ import asyncio
 import os
 import secrets
 import sys
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import pytest
+import pytest_asyncio
 
 from plugin_api.data import HistoryRecord
 
@@ -289,6 +290,156 @@ class Host:
         return Client(self._test_client, self._prefix, tenant=tenant, actor=actor, roles=roles)
 
 
+class _OwnTenant:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<the test's tenant>"
+
+
+_OWN_TENANT = _OwnTenant()
+
+
+class TenantHost(Host):
+    """One test's view of a host shared by the whole pytest session (or xdist worker): every
+    client it makes, and :meth:`audit_trail`, default to :attr:`tenant`, a tenant no other
+    test uses. The tenant is the unit of isolation of the product, so a test that needs
+    nothing but its own rows needs nothing more (plugin API 1.9).
+
+    The host stays up for the session: :meth:`stop` refuses, and settings are fixed when the
+    host starts (tests that change a setting or stop a host use :class:`TesseraHarness`).
+    """
+
+    def __init__(self, shared: Host, tenant: str, tenants: Iterable[str]) -> None:
+        super().__init__(shared.app, shared._test_client, shared._prefix, shared.database_url)
+        self.tenant = tenant
+        """This test's tenant (unique in the session)."""
+        self._tenants = iter(tenants)
+
+    def new_tenant(self) -> str:
+        """Another tenant of this test's own (for tests of tenant isolation)."""
+        return next(self._tenants)
+
+    async def stop(self) -> None:
+        """Refused: a shared host runs until the session ends."""
+        raise RuntimeError(
+            "a shared host (tessera_shared) runs until the pytest session ends: start the "
+            "host with the 'tessera' fixture to stop it in a test"
+        )
+
+    async def audit_trail(
+        self, entity: str, id: str, *, tenant: str | None = None, limit: int = 1000
+    ) -> list[HistoryRecord]:
+        """Like :meth:`Host.audit_trail`, in this test's tenant by default."""
+        return await super().audit_trail(
+            entity, id, tenant=self.tenant if tenant is None else tenant, limit=limit
+        )
+
+    def client(
+        self,
+        *,
+        tenant: str | _OwnTenant | None = _OWN_TENANT,
+        actor: str | None = None,
+        roles: Iterable[str] | None = None,
+    ) -> Client:
+        """A client acting as ``actor`` with ``roles``, in this test's tenant unless
+        ``tenant`` names another (``None``: no ``X-Tenant-ID`` header, as for :class:`Host`)."""
+        chosen = self.tenant if isinstance(tenant, _OwnTenant) else tenant
+        return Client(self._test_client, self._prefix, tenant=chosen, actor=actor, roles=roles)
+
+
+SHARED_POOL: Final[Mapping[str, int]] = {"pg_pool_min": 1, "pg_pool_max": 4}
+"""A shared host's PostgreSQL pool, unless its settings say otherwise: it lives for the whole
+session beside many others (one per set of plugins and settings, per xdist worker), and a
+pool keeps what it opened, so ten connections each would exhaust the server's 100."""
+
+
+class SharedHosts:
+    """The hosts of one pytest session (one per xdist worker), each started on first use for
+    one set of plugins and settings, on a database of its own, and stopped when the session
+    ends. Tests reach it through the ``tessera_shared`` fixture."""
+
+    def __init__(self, new_database: Any) -> None:
+        self._new_database = new_database
+        # Each host is kept with its ``extra`` plugins: their ids are part of the key.
+        self._hosts: dict[tuple[object, ...], tuple[Host, Any]] = {}
+        self._stack = AsyncExitStack()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tenants = 0
+        self.session_tag = secrets.token_hex(2)
+
+    def tenants(self, test_tag: str) -> Iterator[str]:
+        """Fresh tenant ids, unique in the session (``s<tag>-<n>-<test>``)."""
+        while True:
+            self._tenants += 1
+            yield f"s{self.session_tag}-{self._tenants}-{test_tag}"[:64]
+
+    async def host(
+        self,
+        plugins: Sequence[str] | None,
+        extra: Sequence[tuple[str, object]],
+        entry_points: bool,
+        settings: Mapping[str, Any],
+    ) -> Host:
+        """The shared host of this plugin set and settings (started on first use)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise RuntimeError(
+                "tessera_shared: this test runs on another event loop than the shared hosts; "
+                "run the tests on the session's loop (pytest ini options "
+                "asyncio_default_test_loop_scope = session and "
+                "asyncio_default_fixture_loop_scope = session)"
+            )
+        key = (
+            None if plugins is None else tuple(plugins),
+            tuple((name, id(plugin)) for name, plugin in extra),
+            entry_points,
+            tuple(sorted((name, repr(value)) for name, value in settings.items())),
+        )
+        found = self._hosts.get(key)
+        if found is not None:
+            return found[0]
+        url = await self._new_database()
+        harness = TesseraHarness(self._stack, url)
+        host = await harness.start(
+            plugins=plugins, extra=extra, entry_points=entry_points, **{**SHARED_POOL, **settings}
+        )
+        self._hosts[key] = (host, extra)
+        return host
+
+    async def aclose(self) -> None:
+        await self._stack.aclose()
+        self._hosts.clear()
+
+
+class SharedHarness:
+    """What the ``tessera_shared`` fixture gives a test: :meth:`start` returns a
+    :class:`TenantHost` on a host shared with every test of the session that asks for the
+    same plugins and settings, in a tenant of the test's own (plugin API 1.9)."""
+
+    def __init__(self, hosts: SharedHosts, test_tag: str) -> None:
+        self._hosts = hosts
+        self._tenants = hosts.tenants(test_tag)
+
+    async def start(
+        self,
+        *,
+        plugins: Sequence[str] | None = None,
+        extra: Sequence[tuple[str, object]] = (),
+        entry_points: bool = True,
+        **settings: Any,
+    ) -> TenantHost:
+        """Like :meth:`TesseraHarness.start`, but the host is shared: ``extra`` plugin
+        objects must be the same objects in every test that shares it (module-level ones,
+        not one per test), and nothing may change them."""
+        if plugins is not None and not plugins:
+            entry_points = False
+        shared = await self._hosts.host(plugins, extra, entry_points, settings)
+        return TenantHost(shared, next(self._tenants), self._tenants)
+
+
 class TesseraHarness:
     """Boots hosts for one test; everything is stopped when the test ends."""
 
@@ -425,3 +576,52 @@ async def tessera(tessera_database_url: str) -> AsyncIterator[TesseraHarness]:
     """Boot hosts with :meth:`TesseraHarness.start`; they stop when the test ends."""
     async with AsyncExitStack() as stack:
         yield TesseraHarness(stack, tessera_database_url)
+
+
+def _test_tag(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() else "-" for c in name.removeprefix("test_"))
+    return cleaned.strip("-")[:24] or "test"
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def tessera_shared_hosts(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[SharedHosts]:
+    """The session's shared hosts (see ``tessera_shared``), each on a database of its own:
+    a SQLite file, or with ``TESSERA_TEST_BACKEND=postgresql`` a database created next to the
+    session's and dropped at the end."""
+    postgres = os.environ.get("TESSERA_TEST_BACKEND") == "postgresql"
+    base = os.environ.get("TESSERA_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    created: list[str] = []
+
+    async def new_database() -> str:
+        if not postgres:
+            folder = tmp_path_factory.mktemp("tessera-shared")
+            return f"sqlite:///{folder / 'tessera.db'}"
+        name = f"{urlsplit(base).path.lstrip('/')}_shared{len(created)}"[:63]
+        await _admin(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await _admin(base, f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return _with_database(base, name)
+
+    hosts = SharedHosts(new_database)
+    try:
+        yield hosts
+    finally:
+        await hosts.aclose()
+        for name in created:
+            try:
+                await _admin(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            except Exception as exc:  # the server went away: say so, the run goes on
+                sys.stderr.write(f"tessera: could not drop the test database {name}: {exc}\n")
+
+
+@pytest.fixture
+def tessera_shared(
+    tessera_shared_hosts: SharedHosts, request: pytest.FixtureRequest
+) -> SharedHarness:
+    """Hosts shared by the session, a fresh tenant per test: ``await
+    tessera_shared.start(plugins=[...])`` returns a :class:`TenantHost` (plugin API 1.9).
+    The tests run on the session's event loop (``asyncio_default_test_loop_scope`` and
+    ``asyncio_default_fixture_loop_scope`` set to ``session``)."""
+    return SharedHarness(tessera_shared_hosts, _test_tag(request.node.name))

@@ -7,14 +7,22 @@ point names::
     TESSERA_PLUGIN_API = "1.2"
 
 and the host refuses to start on a plugin API of another major version or an older minor one,
-naming the plugin and both versions.
+naming the plugin and both versions. A plugin that requires nothing was written for 1.0.
+
+What a minor release may change for a plugin that loaded before (docs/compatibility.md): a
+rule it adds that refuses something, or a default it changes, applies to the plugins that
+require that release or a later one; an older plugin keeps the older behaviour (a safe form of
+it where the rule protects readers), and ``tessera check`` and the start log warn naming the
+rule, its reason and the fix. A deprecated spelling works until the major release named for
+its removal, and ``tessera check`` lists every use. Only a major release may refuse what loaded
+before or change an answer a plugin relies on.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-PLUGIN_API_VERSION: Final = "1.8"
+PLUGIN_API_VERSION: Final = "1.11"
 """This plugin API's version (1.1 added ``PLUGIN_API_VERSION`` itself; 1.2 added the list
 declarations ``ListOptions``, ``Filter``, ``FilterOperator``, ``MAX_PAGE_SIZE``, and
 ``ANONYMOUS_ACTOR``, ``ROLE_NAME_PATTERN``, ``is_role_name``; 1.3 the typed data API
@@ -37,7 +45,18 @@ enforce_max_length=..., pattern=..., minimum=..., maximum=...)``, field ownershi
 ``TransitionAction`` for plugins requiring 1.8; counters ``ActionContext.data.increment``, state
 events ``Subscriber(states=...)`` and ``Subscriber.wants_state``, the harness's ``Host.stop``,
 ``Host.deliveries_settled``, ``Host.audit_trail``, ``Client.history``,
-``TesseraHarness.migrate`` and the settings it takes, ``plugin_api.settings``)."""
+``TesseraHarness.migrate`` and the settings it takes, ``plugin_api.settings``); 1.9 the
+harness's shared hosts: the ``tessera_shared`` fixture, ``SharedHarness``, ``TenantHost``;
+explicit authority: the ``tessera_grants`` hook, ``RunsAction``, ``SystemRead``, ``Authority``,
+``Grant``, ``SYSTEM_ACTOR_PREFIX``, the actions' ``accepts_delegation``, and for plugins
+requiring 1.9 nested actions and data-API reads under the declared authority; 1.10 declared
+rules: the actions' ``requires`` and ``Entity.invariants`` (``Requirement``, ``RuleValue``,
+``ACTOR_ID``, ``row_field``, ``input_value``) and ``refuses`` / ``effect_refusals``; and labels:
+``label`` of ``Entity``, ``Projection`` and the actions, the plugin module's
+``TESSERA_PLUGIN_LABEL`` and ``plugin_api.labels``; and timers: ``StateTimer``,
+``FieldTimer``, ``SystemActor``, ``Timer``, ``SYSTEM_TIMER_ACTOR_PREFIX`` and the ``tessera_timers``
+hook; 1.11 an empty ``ReadAccess()`` declares a projection or an entity open on purpose, for
+plugins requiring 1.11)."""
 
 REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
 """The plugin module's attribute naming the plugin API version it requires."""

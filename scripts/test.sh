@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Install tox into .venv-tox and run every tox environment: lint, Python 3.10 to 3.13 on
-# SQLite, and the PostgreSQL backend. Extra arguments go to tox (e.g. -e py311).
+# Install tox into .venv-tox and run every tox environment of tox.ini: lint, Python 3.10 to
+# 3.13 on SQLite, PostgreSQL, and the reliability suite on both backends (docs/testing.md).
+#
+# With no argument the environments run in two lanes side by side (each lane one tox process
+# with a work directory of its own); each environment's output goes to a log that is printed
+# whole, in order, when its lane is done, then a table of wall times and the total.
+# Arguments are passed to one plain tox run instead (e.g. `-e py311`, or `-e pg -- -k lists`).
+# --result-json FILE (first argument) writes tox's JSON report of every environment there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,4 +55,88 @@ fi
 
 python3 -m venv .venv-tox
 .venv-tox/bin/python -m pip install --quiet --upgrade pip 'tox>=4.11'
-exec .venv-tox/bin/tox "$@"
+
+result_json=""
+if [ "${1:-}" = "--result-json" ]; then
+  result_json=$2
+  shift 2
+fi
+if (($#)); then
+  exec .venv-tox/bin/tox ${result_json:+--result-json "$result_json"} "$@"
+fi
+
+# The lanes: each about half of the work measured on a 2-core machine (docs/testing.md). Every
+# environment of tox.ini must be in exactly one lane (checked below).
+LANES=(
+  "py312 py310 reliability-pg lint"
+  "pg py313 py311 reliability"
+)
+listed=$(printf '%s\n' "${LANES[@]}" | tr ' ' '\n' | grep . | sort)
+declared=$(.venv-tox/bin/tox config -k env_name -e ALL 2>/dev/null | sed -n 's/^env_name = //p' | grep -v '^\.' | sort)
+if [ "$listed" != "$declared" ]; then
+  echo "scripts/test.sh: the lanes ($(echo $listed)) are not the environments of tox.ini ($(echo $declared))" >&2
+  exit 2
+fi
+
+logs=$(mktemp -d)
+started=$(date +%s)
+pids=()
+for i in "${!LANES[@]}"; do
+  (
+    status=0
+    for env in ${LANES[$i]}; do
+      t0=$(date +%s)
+      set +e
+      .venv-tox/bin/tox run -e "$env" --workdir ".tox/lane$i" \
+        --result-json "$logs/$env.json" >"$logs/$env.log" 2>&1
+      rc=$?
+      set -e
+      echo "$env $rc $(($(date +%s) - t0))" >"$logs/$env.time"
+      ((rc == 0)) || status=1
+    done
+    exit $status
+  ) &
+  pids+=($!)
+done
+failed=0
+for i in "${!LANES[@]}"; do
+  wait "${pids[$i]}" || failed=1
+  for env in ${LANES[$i]}; do
+    echo "=================================== $env (lane $i) ==================================="
+    cat "$logs/$env.log"
+  done
+done
+total=$(($(date +%s) - started))
+
+echo
+echo "environment      result  wall time"
+for lane in "${LANES[@]}"; do
+  for env in $lane; do
+    read -r name rc seconds <"$logs/$env.time"
+    printf '%-16s %-7s %dm %02ds\n' "$name" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" \
+      $((seconds / 60)) $((seconds % 60))
+  done
+done
+printf '%-16s %-7s %dm %02ds\n' "total" "$([ $failed = 0 ] && echo ok || echo FAILED)" \
+  $((total / 60)) $((total % 60))
+
+if [ -n "$result_json" ]; then
+  python3 - "$result_json" "$logs"/*.json <<'EOF'
+import json
+import os
+import sys
+
+# Each environment's report lists every environment of tox.ini, the ones it did not run
+# without a result: take from each report only the environment it ran.
+merged = {"testenvs": {}}
+for path in sys.argv[2:]:
+    env = os.path.basename(path)[: -len(".json")]
+    with open(path) as handle:
+        entry = json.load(handle).get("testenvs", {}).get(env)
+    if entry is not None:
+        merged["testenvs"][env] = entry
+with open(sys.argv[1], "w") as handle:
+    json.dump(merged, handle)
+EOF
+fi
+exit $failed

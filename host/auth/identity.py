@@ -1,18 +1,24 @@
 """Who is acting, in either mode: the one place a route (or the console) resolves identity.
 
 ``headers`` mode is the spec's (part 5): ``X-Tenant-ID``, ``X-Actor-Id`` and
-``X-Actor-Roles`` trusted as sent (:mod:`host.runtime.actor`). ``token`` mode verifies an
+``X-Actor-Roles`` trusted as sent (:mod:`host.runtime.actor`), a tenant or actor id within
+:data:`IDENTITY_MAX_BYTES`. ``token`` mode verifies an
 ``Authorization: Bearer`` JWT (:mod:`host.auth.tokens`) and maps its claims, by the JSON
 pointers of the settings, to the tenant, the actor id and the roles. In token mode the client
 may not send ``X-Actor-Id`` or ``X-Actor-Roles`` (400), and may send ``X-Tenant-ID`` only to
 choose one of the tenants the token allows (else 403 ``TenantBoundaryViolation``).
+
+Both modes refuse with 400 ``BadRequest`` a tenant or actor id the rest of the host could not
+keep: longer than :data:`IDENTITY_MAX_BYTES` bytes of UTF-8, holding a NUL character or
+text that is not Unicode (docs/http.md, "Identity limits"). Whatever passes here is stored
+and written on: audit records, stamped fields, a subscriber's copy, keys and list indexes.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from host.auth.keys import JwksKeys, KeySource, KeysUnavailable, StaticKeys
 from host.auth.tokens import TokenRefused, TokenVerifier, claim_at
@@ -29,11 +35,48 @@ from plugin_api.errors import (
 )
 from plugin_api.identity import is_role_name
 
-__all__ = ["HeaderIdentity", "Headers", "Identity", "TokenIdentity", "identity_for"]
+__all__ = [
+    "IDENTITY_MAX_BYTES",
+    "HeaderIdentity",
+    "Headers",
+    "Identity",
+    "TokenIdentity",
+    "identity_for",
+]
 
 logger = logging.getLogger("tessera.auth")
 
 IDENTITY_HEADERS = ("X-Tenant-ID", "X-Actor-Id", "X-Actor-Roles")
+IDENTITY_MAX_BYTES: Final = 255
+"""The longest tenant or actor id, in bytes of UTF-8 (an ASCII header value: 255 characters;
+a header's other bytes are read as ISO-8859-1 and count 2). What a list index leaves beside a
+listed field's 2,000 bytes (host/storage/textlimits.py) holds a tenant this long, and a
+field copying an actor id holds it (OpenID Connect's ``sub`` is at most 255 ASCII
+characters)."""
+
+
+def _kept(what: str, value: str) -> str:
+    """``value`` when the host can keep it as a tenant or actor id (module docstring).
+
+    :raises BadRequest: naming ``what`` and why.
+    """
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise BadRequest(f"{what} is not Unicode text") from None
+    if size > IDENTITY_MAX_BYTES:
+        raise BadRequest(
+            f"{what} is {size} bytes long (UTF-8); at most {IDENTITY_MAX_BYTES} are accepted"
+        )
+    if "\x00" in value:
+        raise BadRequest(f"{what} holds a NUL character")
+    return value
+
+
+def _kept_actor(actor: Actor, tenant: str, actor_id: str) -> Actor:
+    _kept(tenant, actor.tenant_id)
+    _kept(actor_id, actor.actor_id)
+    return actor
 
 
 class Headers(Protocol):
@@ -59,15 +102,16 @@ class HeaderIdentity:
     """The spec's header mode: the identity headers trusted as sent."""
 
     async def tenant(self, headers: Headers) -> str:
-        return resolve_tenant(headers.getlist("X-Tenant-ID"))
+        return _kept("Header X-Tenant-ID", resolve_tenant(headers.getlist("X-Tenant-ID")))
 
     async def actor(self, headers: Headers, *, require_actor_id: bool = False) -> Actor:
-        return resolve_actor(
+        actor = resolve_actor(
             headers.getlist("X-Tenant-ID"),
             headers.getlist("X-Actor-Id"),
             headers.getlist("X-Actor-Roles"),
             require_actor_id=require_actor_id,
         )
+        return _kept_actor(actor, "Header X-Tenant-ID", "Header X-Actor-Id")
 
     async def aclose(self) -> None:
         return None
@@ -102,7 +146,8 @@ class TokenIdentity:
             raise PolicyDenied(f"Actions need an actor (not {ANONYMOUS!r})")
         roles = self._roles(claims)
         tenant = self._tenant(claims, headers.getlist("X-Tenant-ID"))
-        return Actor(tenant_id=tenant, actor_id=actor, roles=roles)
+        found = Actor(tenant_id=tenant, actor_id=actor, roles=roles)
+        return _kept_actor(found, "The token's tenant", "The token's actor claim")
 
     async def _claims(self, headers: Headers) -> dict[str, Any]:
         values = headers.getlist("Authorization")

@@ -20,6 +20,7 @@ __all__ = [
     "pickers",
     "possible",
     "reference_links",
+    "rehearse",
     "subject_actions",
 ]
 
@@ -58,14 +59,29 @@ async def perform(
         values = form_inputs(inputs, form)
     body: dict[str, Any] = {"inputs": values}
     if subject is not None:
-        body["subject"] = {
-            "tenantId": document["metadata"]["tenant"],
-            "entityFqn": document["metadata"]["entity"],
-            "identityHandle": subject,
-        }
+        body["subject"] = _subject(document, subject)
     answer = await found.act(descriptor["fqn"], body, key)
     outputs: dict[str, Any] = answer.get("outputs") or {}
     return outputs
+
+
+async def rehearse(
+    found: Catalogue, document: Document, descriptor: Mapping[str, Any], subject: str, key: str
+) -> dict[str, Any]:
+    """The dry run of a one-click action on ``subject`` (no inputs): what would change and
+    which subscribers would hear of it, nothing kept.
+
+    :raises TesseraError: the refusal the action itself would answer."""
+    body = {"inputs": {}, "subject": _subject(document, subject)}
+    return await found.act(descriptor["fqn"], body, key, dry_run=True)
+
+
+def _subject(document: Document, subject: str) -> dict[str, str]:
+    return {
+        "tenantId": document["metadata"]["tenant"],
+        "entityFqn": document["metadata"]["entity"],
+        "identityHandle": subject,
+    }
 
 
 def action_of(document: Document, fqn: str) -> dict[str, Any]:

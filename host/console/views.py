@@ -21,11 +21,14 @@ from host.console.actions import (
     pickers,
     possible,
     reference_links,
+    rehearse,
     subject_actions,
 )
-from host.console.documents import Answers, Catalogue, projection_names
+from host.console.documents import Answers, Catalogue
 from host.console.forms import filter_params, widget_value
+from host.console.lists import EXPORTS, facet_fields, facet_links, query_params
 from host.console.navigation import list_url, paging, safe_back
+from host.console.preview import preview
 from host.console.session import (
     COOKIE,
     Session,
@@ -36,7 +39,8 @@ from host.console.session import (
     who,
 )
 from host.console.settings import CONSOLE_PATH, loopback_bind
-from host.console.words import explain
+from host.console.story import pending_timers, timeline
+from host.console.words import explain, row_title
 from host.runtime.actor import parse_roles
 from plugin_api.errors import BadRequest, NotFound, PolicyDenied, TesseraError
 
@@ -44,11 +48,21 @@ __all__ = ["console_blueprint"]
 
 DEFAULT_PAGE_SIZE = 25
 LIST_KEYS = ("sort", "q", "pageSize")
+AS_OF = "asOf"
+"""The detail's parameter of a past version (docs/history.md, "As of")."""
 PROJECTION = "projection"
 """The parameter of the changes stream: the projection a page shows."""
+SHOWN = "shown"
+"""... and the rows a list page shows (docs/live.md, "Rows leaving a list")."""
+STREAM_KEYS = (PROJECTION, SHOWN)
 
 
-def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
+def _stream_key(name: str) -> bool:
+    """Whether the console passes ``name`` on to the live stream (docs/live.md)."""
+    return name in STREAM_KEYS or name.startswith("filter.")
+
+
+def console_blueprint(settings: Settings, answers: Answers[Any]) -> Blueprint:
     """The console's routes; every page asks ``answers`` for its documents."""
     pages = Blueprint(
         "console",
@@ -60,7 +74,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
     signer = Signer(settings.console_secret)
     # Act as: loopback binds in header mode only (a token mode identity is the token's).
     act_as = loopback_bind(settings.serve_bind) and settings.auth_mode == "headers"
-    projections = projection_names(answers.openapi)
+    projections = answers.projection_names
 
     def session() -> Session | None:
         return signer.read(request.cookies.get(COOKIE))
@@ -123,10 +137,10 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             if act_as:  # a first visit on a developer's machine: say who to be
                 return await page("as.html", problem=None, welcome=True)
             return await page("home.html", groups=[], problem=explain(error))
-        ordered = sorted(readable, key=lambda r: (r.plugin, r.entity, r.fqn))
+        ordered = sorted(readable, key=lambda r: (r.plugin_label, r.entity_label, r.fqn))
         groups = [
-            (plugin, [(entity, list(rows)) for entity, rows in _runs(in_plugin, "entity")])
-            for plugin, in_plugin in _runs(ordered, "plugin")
+            (plugin, [(entity, list(rows)) for entity, rows in _runs(in_plugin, "entity_label")])
+            for plugin, in_plugin in _runs(ordered, "plugin_label")
         ]
         return await page("home.html", groups=groups, problem=None)
 
@@ -141,6 +155,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             params.append(("pageSize", str(size)))
         params += filter_params(args, probe["filters"])
         params.append(("count", "true"))  # docs/lists-search.md: bounded, exact or a floor
+        params += [("facet", name) for name in facet_fields(probe["filters"])]
         cursor = args.get("cursor")
         if cursor:
             params.append(("cursor", cursor))
@@ -150,11 +165,24 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             fqn, kept, args.getlist("back"), cursor, document["data"]["pagination"]["nextCursor"]
         )
         creates = [a for a in document["actions"] if not a["subjectRequired"]]
+        items = document["data"]["items"]
+        # The stream tracks the rows shown under the list's filters: one leaving is told.
+        stream = [(PROJECTION, fqn), *filter_params(args, probe["filters"])]
+        stream += [(SHOWN, row["id"]) for row in items] or [(SHOWN, "")]
+        states = {s["name"]: s["label"] for s in (document.get("workflow") or {}).get("states", [])}
+        facets = document["data"].get("facets") or {}
         return await page(
             "list.html",
+            facets=facet_links(fqn, facets, document["filters"], kept, states),
+            exports=[
+                (kind, f"{CONSOLE_PATH}/export/{fqn}?{urlencode([*kept, ('format', kind)])}")
+                for kind in EXPORTS
+            ],
             fqn=fqn,
             document=document,
             args=args,
+            stream=f"{CONSOLE_PATH}/changes?{urlencode(stream)}",
+            displays={row["id"]: row_title(document, row) for row in items},
             buttons=buttons(document),
             creates=creates,
             links=await reference_links(found, document),
@@ -166,17 +194,36 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             done=args.get("done"),
         )
 
+    @pages.get("/export/<fqn>")
+    async def export(fqn: str) -> Response:
+        """What the list shows, whole, as the API's CSV or NDJSON file (``format=``)."""
+        found = catalogue()
+        args = request.args
+        probe = await found.document(fqn, [("pageSize", "1")])
+        params = query_params(args, filter_params(args, probe["filters"]))
+        params.append(("format", args.get("format", "csv")))
+        return await answers.projection(fqn, MultiDict(params), found.headers)
+
     @pages.get("/p/<fqn>/<subject>")
     async def detail(fqn: str, subject: str) -> Response:
         found = catalogue()
-        document = await found.document(fqn, [("subject", subject)])
+        as_of = request.args.get(AS_OF) or None
+        document = await found.document(
+            fqn, [("subject", subject), *([(AS_OF, as_of)] if as_of else [])]
+        )
         item = document["data"]["item"]
         if item is None:
             raise NotFound(f"No row {subject!r} in {fqn} for this tenant")
+        story, untold = await timeline(found, fqn, subject, document)
         forms = [a for a in subject_actions(document) if a["inputs"]]
         choices = {a["fqn"]: await pickers(found, a["inputs"]) for a in forms}
         return await page(
             "detail.html",
+            title=row_title(document, item),
+            as_of=as_of,
+            story=story,
+            untold=untold,
+            timers=[] if as_of else pending_timers(document),
             fqn=fqn,
             subject=subject,
             document=document,
@@ -197,7 +244,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
         headers = Headers(catalogue().headers)
         for resume in request.headers.getlist("Last-Event-ID"):  # EventSource reconnecting
             headers.add("Last-Event-ID", resume)
-        args = MultiDict([(PROJECTION, fqn) for fqn in request.args.getlist(PROJECTION)])
+        args = MultiDict([(k, v) for k, v in request.args.items(multi=True) if _stream_key(k)])
         return await answers.changes(args, headers)
 
     @pages.get("/new/<fqn>/<action>")
@@ -207,6 +254,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
         descriptor = action_of(document, action)
         return await page(
             "action.html",
+            labels=document.get("labels"),
             fqn=fqn,
             subject=None,
             action=descriptor,
@@ -234,6 +282,7 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             return await page(
                 "action.html",
                 error.status,
+                labels=document.get("labels"),
                 fqn=fqn,
                 subject=subject,
                 action=descriptor,
@@ -247,6 +296,41 @@ def console_blueprint(settings: Settings, answers: Answers) -> Blueprint:
             back = f"{CONSOLE_PATH}/p/{fqn}/{outputs['id']}"
         joiner = "&" if "?" in back else "?"
         return redirect(back + joiner + urlencode({"done": descriptor["label"]}), 303)
+
+    @pages.post("/confirm/<fqn>/<action>")
+    async def confirm(fqn: str, action: str) -> Response:
+        """Before a one-click action: its dry run, then a button that runs it for real with
+        the same Idempotency-Key (docs/console.md, "Before the click")."""
+        form = await checked_form()
+        found = catalogue()
+        subject = form.get("_subject", "")
+        back = safe_back(form.get("_back"), fqn)
+        document = await found.document(fqn, [("subject", subject)])
+        item = document["data"]["item"]
+        if item is None:
+            raise NotFound(f"No row {subject!r} in {fqn} for this tenant")
+        descriptor = action_of(document, action)
+        key = form.get("_key") or new_key()
+        context: dict[str, Any] = {"problem": None, "shown": None, "unsupported": None}
+        try:
+            rehearsal = await rehearse(found, document, descriptor, subject, key)
+            context["shown"] = preview(rehearsal, item, document["fields"])
+        except TesseraError as error:
+            if error.kind == "DryRunUnsupported":  # no preview; the action may still run
+                context["unsupported"] = error.message
+            else:
+                context["problem"] = explain(error)
+        return await page(
+            "confirm.html",
+            fqn=fqn,
+            subject=subject,
+            title=row_title(document, item),
+            labels=document["labels"],
+            action=descriptor,
+            key=key,
+            back=back,
+            **context,
+        )
 
     @pages.route("/as", methods=["GET", "POST"])
     async def acting() -> Response | Any:

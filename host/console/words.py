@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from plugin_api.errors import TesseraError
 
-__all__ = ["Problem", "explain"]
+__all__ = ["Problem", "explain", "row_title"]
 
 PLAIN = {
     "ConcurrencyConflict": "This record was changed by someone else since you opened it. "
@@ -41,3 +43,14 @@ class Problem:
 def explain(error: TesseraError) -> Problem:
     words = PLAIN.get(error.kind, "Something went wrong; nothing was changed.")
     return Problem(error.status, error.kind, words, error.message)
+
+
+def row_title(document: Mapping[str, Any], item: Mapping[str, Any]) -> str:
+    """What names a row for people: its display text (the entity's display field, ViewSchema
+    1.5.0 ``labels.displayField``, when the projection shows it), else the entity's label and
+    the id."""
+    labels = document["labels"]
+    shown = item.get(labels["displayField"]) if labels["displayField"] else None
+    if isinstance(shown, str) and shown.strip():
+        return shown
+    return f"{labels['entity']} {item['id']}"

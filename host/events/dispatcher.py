@@ -35,6 +35,7 @@ from host.storage.outbox import now_ms
 from host.systemfields import new_ulid
 from host.webhook_settings import Webhook
 from plugin_api.data import DataAccess
+from plugin_api.errors import TesseraError
 from plugin_api.events import Event, Subscriber
 
 __all__ = ["Dispatcher", "Outcome", "Target"]
@@ -48,6 +49,13 @@ Outcome = Callable[[str, str, float], None]
 STOP_GRACE_S: Final = 2.0
 _EXPECTED: Final = (webhooks.WebhookFailed, TimeoutError, asyncio.TimeoutError, httpx.HTTPError)
 """Failures logged without a traceback."""
+
+
+def _expected(exc: Exception) -> bool:
+    """Whether ``exc`` is a failure logged in one line: a webhook's, a timeout, or a refusal
+    of the closed taxonomy (a 4xx kind: the subscriber or its write was refused, as an action
+    would be; its kind and message say why). Anything else is logged with its traceback."""
+    return isinstance(exc, _EXPECTED) or (isinstance(exc, TesseraError) and exc.status < 500)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +249,7 @@ class Dispatcher:
             attempt,
             error,
             " (dead)" if dead else "",
-            exc_info=not isinstance(exc, _EXPECTED),
+            exc_info=not _expected(exc),
         )
         try:
             await self._store.fail(delivery, self.owner, error, dead=dead, retry_at=retry_at)

@@ -148,7 +148,8 @@ class DatetimeType(ValueType):
             "type": "string",
             "format": "date-time",
             "description": "RFC 3339; any offset, stored in UTC "
-            "(years 0001-9999 after conversion).",
+            "(years 0001-9999 after conversion; a leap second, :60, is refused). The service "
+            "also reads a space for T, no seconds and no offset (UTC).",
         }
 
     def read_schema(self, field: Field) -> Schema:

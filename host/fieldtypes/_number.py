@@ -13,6 +13,8 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from host.fieldtypes._base import ORDERED, Ordering, Renderer, Schema, Unconvertible, ValueType, bad
+from host.fieldtypes._constraints import bound_of
+from host.fieldtypes._ranges import decimal_text_pattern, integer_text_pattern
 from host.fieldtypes._text import text_of
 from plugin_api.definitions import Field, FieldType
 from plugin_api.errors import BadRequest
@@ -102,6 +104,32 @@ def _decimal_to_int(field: Field, number: Decimal, value: object) -> int:
     return _int_in_range(field, int(number), value)  # int() truncates toward zero
 
 
+def integer_bounds(field: Field) -> tuple[int, int]:
+    """The range of ``field``'s values: its declared bounds within int64."""
+    low = field.minimum if isinstance(field.minimum, int) else INT64_MIN
+    high = field.maximum if isinstance(field.maximum, int) else INT64_MAX
+    return max(low, INT64_MIN), min(high, INT64_MAX)
+
+
+def truncated_bounds(low: int, high: int) -> dict[str, int]:
+    """JSON Schema bounds of the numbers whose truncation toward zero lies from ``low`` to
+    ``high``: 5.9 truncates to 5, -3.9 to -3."""
+    bounds = {"minimum": low} if low > 0 else {"exclusiveMinimum": low - 1}
+    bounds.update({"maximum": high} if high < 0 else {"exclusiveMaximum": high + 1})
+    return bounds
+
+
+def _decimal(bound: Decimal | int | None) -> Decimal | None:
+    return None if bound is None else Decimal(bound)
+
+
+def _json_number(bound: Decimal | int) -> int | float:
+    """A bound as a JSON number (a fraction as the nearest binary float)."""
+    if isinstance(bound, int) or bound == bound.to_integral_value():
+        return int(bound)
+    return float(bound)
+
+
 def _render_integer(value: object) -> object:
     if value is None or type(value) is int:
         return value
@@ -159,17 +187,20 @@ class IntegerType(ValueType):
         return _integral(text_of(shape))
 
     def write_schema(self, field: Field) -> Schema:
-        # Declared bounds (plugin API 1.8) narrow the range; without them it is int64's.
-        low = field.minimum if isinstance(field.minimum, int) else INT64_MIN
-        high = field.maximum if isinstance(field.maximum, int) else INT64_MAX
+        # Declared bounds (plugin API 1.8) narrow the range; without them it is int64's. A
+        # number or a numeric string is truncated toward zero (spec 2.6) and the bounds apply
+        # to the truncated value: 5.9 fits a maximum of 5, "9" does not.
+        low, high = integer_bounds(field)
         return {
             "anyOf": [
                 {"type": "integer", "format": "int64", "minimum": low, "maximum": high},
-                {"type": "number", "minimum": low, "maximum": high},
-                {"type": "string", "pattern": DECIMAL_PATTERN},
+                {"type": "number", **truncated_bounds(low, high)},
+                {"type": "string", "pattern": integer_text_pattern(low, high)},
             ],
-            "description": "An integer; a number with a fraction or a numeric string is "
-            "truncated toward zero. Outside the signed 64-bit range: 400.",
+            "description": "An integer; a number with a fraction, or a numeric string, is "
+            f"truncated toward zero, and the truncated value must lie from {low} to {high} "
+            "(400 otherwise). A numeric string may also use an exponent (`5e0`), accepted "
+            "when its truncated value fits; the pattern describes the plain forms only.",
         }
 
     def read_schema(self, field: Field) -> Schema:
@@ -297,13 +328,25 @@ class MoneyType(ValueType):
         return {"amount": text_of(shape), "currency": field.currency}
 
     def write_schema(self, field: Field) -> Schema:
+        low, high = bound_of(field, field.minimum), bound_of(field, field.maximum)
+        bounds = {
+            key: _json_number(bound)
+            for key, bound in (("minimum", low), ("maximum", high))
+            if bound is not None
+        }
+        text = decimal_text_pattern(_decimal(low), _decimal(high))
         amount = {
             "anyOf": [
-                {"type": "string", "pattern": DECIMAL_PATTERN, "maxLength": MONEY_TEXT_MAX_LENGTH},
-                {"type": "number"},
+                {"type": "string", "pattern": text, "maxLength": MONEY_TEXT_MAX_LENGTH},
+                {"type": "number", **bounds},
             ],
             "description": f"Exact decimal amount; at most {MONEY_TEXT_MAX_LENGTH} characters "
-            "as plain decimal text.",
+            "as plain decimal text"
+            + (f", from {field.minimum}" if low is not None else "")
+            + (f" to {field.maximum}" if high is not None else "")
+            + (" (400 otherwise)" if bounds else "")
+            + ". A text may also use an exponent (`1e2`), accepted when its value fits; the "
+            "pattern describes the plain forms only.",
         }
         return _money_object(field, amount)
 

@@ -17,6 +17,8 @@ __all__ = ["EnumType", "ReferenceType", "StringType", "TextType", "render_text",
 # NUL and UTF-16 surrogates (a str can only hold them as lone code points).
 _BAD_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
 TEXT_NOTE: Final = "NUL characters and lone surrogates cannot be stored and are refused (400)."
+ADVISORY_MAX_LENGTH: Final = "x-tessera-advisory-max-length"
+"""The JSON Schema extension keyword of an advisory ``max_length`` (not enforced)."""
 
 
 def _is_clean_text(value: str) -> bool:
@@ -55,12 +57,18 @@ def text_of(shape: object) -> str:
 
 def _string_schema(field: Field) -> Schema:
     schema: Schema = {"type": "string", "description": TEXT_NOTE}
-    if field.max_length is not None:
+    if field.max_length is not None and field.enforce_max_length:
         schema["maxLength"] = field.max_length
-        if field.enforce_max_length:
-            schema["description"] += " maxLength is enforced (400 beyond it)."
-        else:
-            schema["description"] += " maxLength is advisory: the service does not enforce it."
+        schema["description"] += " maxLength is enforced (400 beyond it)."
+    elif field.max_length is not None:
+        # Advisory (spec 2.6): renderers limit their input, the service stores longer text,
+        # so it is no rule of the request (a gateway validating it would refuse what the
+        # service accepts).
+        schema[ADVISORY_MAX_LENGTH] = field.max_length
+        schema["description"] += (
+            f" At most {field.max_length} characters is advisory (typeOptions.maxLength): "
+            "the service stores longer text."
+        )
     # Declared constraints (plugin API 1.8) only: an undeclared field's schema is unchanged.
     if field.min_length is not None:
         schema["minLength"] = field.min_length

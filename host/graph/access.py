@@ -1,17 +1,47 @@
 """Validation of read access declarations (:class:`plugin_api.ReadAccess`) of projections and
-of entities (a read floor), and the warning when the projections of one entity disagree."""
+of entities (a read floor), the warning when the projections of one entity disagree, and an
+empty ``ReadAccess()`` as the declaration of a projection open on purpose (plugin API 1.11)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Collection, Mapping
+from typing import Final, TypeVar
 
 from host.graph.checks import Say, check_roles, duplicates, names_of
 from host.graph.follow import follow
 from host.graph.model import CompiledEntity, CompiledProjection
 from plugin_api.access import ReadAccess, RowScope
-from plugin_api.definitions import Field, FieldType
+from plugin_api.definitions import Entity, Field, FieldType, Projection
 
-__all__ = ["check_access", "read_floor_warnings", "scope_field"]
+__all__ = ["OPEN_ACCESS_FROM", "check_access", "is_open", "opened", "read_floor_warnings",
+           "scope_field"]  # fmt: skip
+
+OPEN_ACCESS_FROM: Final = "1.11"
+"""Plugins requiring this plugin API or later declare a projection (or an entity) open on
+purpose with an empty ``ReadAccess()``: it reads as without ``access`` (no gate, no read
+floor), and the projection counts as open by declaration in :func:`read_floor_warnings`.
+For an older plugin an empty ``ReadAccess()`` stays a guarded read (docs/compatibility.md)."""
+
+D = TypeVar("D", Entity, Projection)
+
+
+def is_open(access: object) -> bool:
+    """Whether ``access`` is an empty ``ReadAccess()``: no role, no row scope, no policy."""
+    return (
+        isinstance(access, ReadAccess)
+        and not access.roles
+        and access.scope is None
+        and not access.policies
+    )
+
+
+def opened(definition: D, modern: bool) -> D:
+    """``definition`` as compiled: without its ``access`` when it is an empty ``ReadAccess()``
+    and its plugin requires :data:`OPEN_ACCESS_FROM` (``modern``)."""
+    if modern and is_open(definition.access):
+        return dataclasses.replace(definition, access=None)
+    return definition
 
 
 def scope_field(entity: CompiledEntity, name: object) -> Field | None:
@@ -66,24 +96,32 @@ def check_access(
 
 
 def read_floor_warnings(
-    entities: Mapping[str, CompiledEntity], projections: Mapping[str, CompiledProjection]
+    entities: Mapping[str, CompiledEntity],
+    projections: Mapping[str, CompiledProjection],
+    declared_open: Collection[str] = (),
 ) -> tuple[str, ...]:
     """One warning per entity without a read floor whose projections disagree: one restricts
     its readers (``access``) while another does not, so the restriction protects nothing
-    (the other shows the same rows to anyone)."""
+    (the other shows the same rows to anyone). A projection of ``declared_open`` (an empty
+    ``ReadAccess()`` of a plugin requiring :data:`OPEN_ACCESS_FROM`) is open on purpose: the
+    restriction beside it is a view of the rows, not a protection, and is not warned of."""
     warnings = []
     for fqn, entity in entities.items():
         if entity.definition.access is not None:
             continue
         own = [p for p in projections.values() if p.entity.fqn == fqn]
         restricted = sorted(p.fqn for p in own if p.definition.access is not None)
-        open_ = sorted(p.fqn for p in own if p.definition.access is None)
+        open_ = sorted(
+            p.fqn for p in own if p.definition.access is None and p.fqn not in declared_open
+        )
         if restricted and open_:
             warnings.append(
                 f"{entity.plugin.describe()}: entity {fqn!r}: projection(s) "
                 f"{', '.join(map(repr, restricted))} restrict their readers but "
                 f"{', '.join(map(repr, open_))} show the same rows without a restriction; "
                 "declare the restriction on the entity (Entity(access=ReadAccess(...))) so "
-                "every projection inherits it, or on each projection"
+                "every projection inherits it, or on each projection; or, requiring plugin "
+                f"API {OPEN_ACCESS_FROM}, declare the open ones open on purpose "
+                "(access=ReadAccess())"
             )
     return tuple(warnings)

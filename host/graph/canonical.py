@@ -33,6 +33,7 @@ from plugin_api.definitions import (
     TransitionAction,
     UpdateAction,
 )
+from plugin_api.errors import TesseraError
 
 __all__ = ["FORMAT", "canonical_document", "canonical_form", "graph_hash"]
 
@@ -60,9 +61,14 @@ _ADDED_LATER: Final[Mapping[str, object]] = {
     "maximum": None,
     "written_by": None,
     "validators": (),
+    "accepts_delegation": False,
+    "requires": (),
+    "invariants": (),
 }
 """Attributes added after v0.1 (``Field.target``; plugin API 1.8: ``Entity.display``,
-``RowScope.fields``, the field constraints, ``Field.written_by``, ``Entity.validators``), left
+``RowScope.fields``, the field constraints, ``Field.written_by``, ``Entity.validators``; 1.9:
+the actions' ``accepts_delegation``; 1.10: the actions' ``requires``, ``Entity.invariants``),
+left
 out while at their default, so the hash of a graph that does not use them is the one it had
 before they existed (``Entity.fields`` and ``Projection.fields`` are never ``None``: kept)."""
 
@@ -83,6 +89,8 @@ def _encode(value: object) -> object:
         return [item if type(item) in _SCALARS else _encode(item) for item in value]
     if isinstance(value, enum.Enum):
         return _encode(value.value)
+    if isinstance(value, type) and issubclass(value, TesseraError):
+        return value.kind  # a requirement's error (plugin API 1.10)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         encoded = {}
         for name in _attribute_names(type(value)):
@@ -102,6 +110,8 @@ def _encode(value: object) -> object:
 def _definition(kind: str, definition: Entity | Action | Projection) -> JSONObject:
     encoded = _encode(definition)
     assert isinstance(encoded, dict)
+    if encoded.get("label", False) is None:
+        del encoded["label"]  # plugin API 1.10: an unlabelled definition hashes as before
     if kind == "entity" and encoded.get("access", False) is None:
         del encoded["access"]  # an entity without a read floor hashes as before it existed
     for optional in ("listing", "access"):

@@ -368,8 +368,20 @@ def check_workflow(
     return transitions
 
 
-def check_roles(roles: object, say: Say) -> None:
-    """Roles are role names (``X-Actor-Roles`` could carry no other)."""
+Legacy = Callable[[str, str], None]
+"""Reports a breach of a rule an older plugin is not held to, and what it gets instead
+(:meth:`host.graph.compat.Gates.warner`)."""
+
+
+def check_roles(roles: object, say: Say, legacy: Legacy | None = None) -> None:
+    """Roles are role names (``X-Actor-Roles`` could carry no other). With ``legacy`` (a
+    plugin older than plugin API 1.2), a role that plugin API 1.0 accepted (non-empty, no
+    comma, no surrounding whitespace) is reported there instead: it admits nobody."""
     for role in names_of(roles, "roles", say):
-        if not is_role_name(role):
-            say(f"role {role!r} is not a role name ({ROLE_NAME_PATTERN})")
+        if is_role_name(role):
+            continue
+        breach = f"role {role!r} is not a role name ({ROLE_NAME_PATTERN})"
+        if legacy is not None and role and "," not in role and role == role.strip():
+            legacy(breach, "no caller holds the role (without another of the roles: 403)")
+        else:
+            say(breach)

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
-from host.graph.access import check_access, read_floor_warnings
+from host.graph.access import OPEN_ACCESS_FROM, check_access, is_open, opened, read_floor_warnings
 from host.graph.canonical import canonical_form, graph_hash
 from host.graph.checks import (
     TABLE_NAME_MAX_LENGTH,
+    Legacy,
     Say,
     check_field,
     check_roles,
@@ -26,7 +27,12 @@ from host.graph.checks import (
     names_of,
     table_name,
 )
+from host.graph.compat import ROLE_NAMES, SHOWN_FIELDS, Gates, Rule
+from host.graph.deprecations import deprecation_warnings
 from host.graph.follow import FOLLOWABLE_SYSTEM, follow, is_followed
+from host.graph.grants import GRANTS_FROM, compile_grants
+from host.graph.hidden import withheld_fields
+from host.graph.labels import check_label, plugin_labels
 from host.graph.listing import check_listing
 from host.graph.migration_checks import compile_migrations
 from host.graph.model import (
@@ -39,9 +45,12 @@ from host.graph.model import (
 from host.graph.rules import (
     STAMPABLE_NOTHING_FROM,
     check_ownership,
+    check_requirements,
     check_validator_names,
     resolve_stampable,
 )
+from host.graph.steps import steps_of
+from host.graph.timers import compile_timers, with_timers
 from host.plugin_version import requires_at_least
 from host.plugins import LoadedPlugins, PluginContribution, PluginInfo, contributions
 from plugin_api.definitions import (
@@ -79,11 +88,20 @@ class GraphError(Exception):
 
 @dataclass(slots=True)
 class _Errors:
+    gates: Gates
     messages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def about(self, plugin: PluginInfo, subject: str) -> Say:
         """A reporter prefixing the plugin and the definition at fault."""
         return lambda message: self.messages.append(f"{plugin.describe()}: {subject}: {message}")
+
+    def legacy(self, plugin: PluginInfo, subject: str, rule: Rule) -> Legacy | None:
+        """Where a breach of ``rule`` by ``plugin`` goes: ``None`` when the plugin requires
+        the rule's plugin API (the breach is an error), else a warning reporter."""
+        if self.gates.enforces(plugin, rule):
+            return None
+        return self.gates.warner(plugin, subject, rule, self.warnings.append)
 
 
 def _merge(
@@ -303,14 +321,20 @@ def _compile_action(
     errors: _Errors,
 ) -> CompiledAction | None:
     say = errors.about(plugin, f"action {action.fqn!r}")
-    check_roles(action.roles, say)
+    check_roles(action.roles, say, errors.legacy(plugin, f"action {action.fqn!r}", ROLE_NAMES))
     entity = entities.get(action.entity) if isinstance(action.entity, str) else None
     if entity is None:
         say(f"refers to entity {action.entity!r}, which no installed plugin defines")
         return None
     transition = _check_action_kind(action, entity, say)
     check_ownership(action, plugin, entity, say)
-    return CompiledAction(definition=action, plugin=plugin, entity=entity, transition=transition)
+    return CompiledAction(
+        definition=action,
+        plugin=plugin,
+        entity=entity,
+        transition=transition,
+        steps=steps_of(action, entity.definition, transition),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,7 +349,10 @@ def _compile_projection(
     actions: Mapping[str, CompiledAction],
     read_policies: Mapping[str, object],
     errors: _Errors,
+    others: Sequence[Projection],
 ) -> CompiledProjection | None:
+    """``others``: every projection of the graph (what the older form of the shown-fields
+    rule asks, :mod:`host.graph.hidden`)."""
     say = errors.about(plugin, f"projection {projection.fqn!r}")
     entity = entities.get(projection.entity) if isinstance(projection.entity, str) else None
     if entity is None:
@@ -350,10 +377,17 @@ def _compile_projection(
             compiled.append(action)
     if entity is None:
         return None
-    check_listing(projection.listing, entity, say, shown)
+    legacy = errors.legacy(plugin, f"projection {projection.fqn!r}", SHOWN_FIELDS)
+    hidden: dict[str, list[str]] | None = None if legacy is None else {}
+    check_listing(projection.listing, entity, say, shown, hidden)
+    withheld = withheld_fields(hidden, projection, others, legacy) if legacy and hidden else None
     check_access(projection.access, entity, read_policies, say)
     return CompiledProjection(
-        definition=projection, plugin=plugin, entity=entity, actions=tuple(compiled)
+        definition=projection,
+        plugin=plugin,
+        entity=entity,
+        actions=tuple(compiled),
+        withheld=withheld or frozenset(),
     )
 
 
@@ -421,7 +455,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
 
     :raises GraphError: listing every problem, including the loader's errors.
     """
-    errors = _Errors(list(loaded.errors))
+    errors = _Errors(Gates(loaded), list(loaded.errors))
     contribs = contributions(loaded)
     for contribution in contribs:
         errors.messages.extend(contribution.errors)
@@ -440,8 +474,11 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
     entity_defs = _merge(
         "entity", _valid(_of(contribs, lambda c: c.entities), Entity, "an entity", errors), errors
     )
+    opening = {  # an empty ReadAccess() is open on purpose (host.graph.access)
+        info.name for info, plugin in loaded.plugins if requires_at_least(plugin, OPEN_ACCESS_FROM)
+    }
     entities = {
-        fqn: _compile_entity(entity, plugin, errors)
+        fqn: _compile_entity(opened(entity, plugin.name in opening), plugin, errors)
         for fqn, (plugin, entity) in sorted(entity_defs.items())
     }
     _check_references(entities, errors)
@@ -466,17 +503,46 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         errors,
     )
     projections: dict[str, CompiledProjection] = {}
+    every_projection = [projection for _, projection in projection_defs.values()]
+    declared_open = {
+        fqn
+        for fqn, (plugin, projection) in projection_defs.items()
+        if plugin.name in opening and is_open(projection.access)
+    }
     for fqn, (plugin, projection) in sorted(projection_defs.items()):
         compiled_projection = _compile_projection(
-            projection, plugin, entities, actions, read_policies, errors
+            opened(projection, plugin.name in opening),
+            plugin,
+            entities,
+            actions,
+            read_policies,
+            errors,
+            every_projection,
         )
         if compiled_projection is not None:
             projections[fqn] = compiled_projection
     subscribers = _subscribers(contribs, entities, actions, errors)
+    held = frozenset(
+        info.name for info, plugin in loaded.plugins if requires_at_least(plugin, GRANTS_FROM)
+    )
+    grants = compile_grants(contribs, held, actions, entities, errors.messages.append)
+    timers = compile_timers(contribs, entities, actions, errors.messages.append)
     for fqn, entity in entities.items():
         say = errors.about(entity.plugin, f"entity {fqn!r}")
         check_access(entity.definition.access, entity, read_policies, say)
+        check_requirements(entity.definition.invariants, entity, "invariants", say)
+    for fqn, bound in actions.items():
+        say = errors.about(bound.plugin, f"action {fqn!r}")
+        check_requirements(bound.definition.requires, bound.entity, "requires", say)
     check_validator_names(entities.values(), validators, errors.messages.append)
+    labelled: list[CompiledEntity | CompiledAction | CompiledProjection] = [
+        *entities.values(),
+        *actions.values(),
+        *projections.values(),
+    ]
+    for item in labelled:
+        check_label(item.definition.label, errors.about(item.plugin, repr(item.fqn)))
+    labels = plugin_labels(loaded, lambda plugin: errors.about(plugin, "TESSERA_PLUGIN_LABEL"))
     if errors.messages:
         raise GraphError(errors.messages)
 
@@ -490,6 +556,7 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
             read_policies=read_policies,
             validators=validators,
         )
+        canonical = with_timers(canonical, timers)
     except (TypeError, ValueError) as exc:  # a value JSON cannot hold exactly
         raise GraphError([f"the graph has no canonical JSON form: {exc}"]) from exc
     return Graph(
@@ -502,8 +569,16 @@ def compile_graph(loaded: LoadedPlugins) -> Graph:
         read_policies=MappingProxyType(read_policies),
         subscribers=MappingProxyType(subscribers),
         validators=MappingProxyType(validators),
+        grants=MappingProxyType(grants),
+        timers=timers,
         canonical=canonical,
         hash=graph_hash(canonical),
         migrations=migrations,
-        warnings=read_floor_warnings(entities, projections),
+        plugin_apis=errors.gates.declared,
+        plugin_labels=MappingProxyType(dict(labels)),
+        warnings=(
+            *errors.warnings,
+            *read_floor_warnings(entities, projections, declared_open),
+            *deprecation_warnings(loaded),
+        ),
     )

@@ -17,7 +17,9 @@ from host.systemfields import SYSTEM
 from plugin_api.definitions import FieldType
 from plugin_api.listing import MAX_PAGE_SIZE, Filter, FilterOperator, ListOptions
 
-__all__ = ["check_listing", "listed_type", "operator_names"]
+__all__ = ["check_listing", "hidden_uses", "listed_type", "operator_names"]
+
+_VERBS = {"filter": "filters on", "sort": "sorts on", "search": "searches"}
 
 
 def listed_type(entity: CompiledEntity, name: str) -> ValueType | None:
@@ -102,28 +104,32 @@ def _check_page_sizes(listing: ListOptions, say: Say) -> None:
         )
 
 
-def _check_shown(
-    shown: Sequence[str],
-    kinds: Sequence[tuple[str, Sequence[str | None]]],
-    say: Say,
-) -> None:
-    """A filter, sort or search on a field the projection does not show would reveal its
-    values (substring guesses, the order of rows, a cursor): refused."""
-    visible = {*shown, "id"}  # the identity travels in every cursor
+def hidden_uses(
+    shown: Sequence[str], kinds: Sequence[tuple[str, Sequence[str | None]]]
+) -> dict[str, list[str]]:
+    """The names a listing filters, sorts or searches (``kinds``: what, names) that the
+    projection does not show (``id`` excepted: it travels in every cursor), each with what
+    the listing does with it."""
+    visible = {*shown, "id"}
+    hidden: dict[str, list[str]] = {}
     for what, names in kinds:
         for name in dict.fromkeys(names):
             if isinstance(name, str) and name not in visible:
-                say(
-                    f"listing {what} {name!r}, which the projection does not show (it would "
-                    "reveal the field's values); show the field or leave it out"
-                )
+                hidden.setdefault(name, []).append(what)
+    return hidden
 
 
 def check_listing(
-    listing: object, entity: CompiledEntity, say: Say, shown: Sequence[str] | None = None
+    listing: object,
+    entity: CompiledEntity,
+    say: Say,
+    shown: Sequence[str] | None = None,
+    hidden: dict[str, list[str]] | None = None,
 ) -> None:
-    """Report every problem of a projection's ``listing`` declarations (with ``shown``, the
-    projection's fields: a filter, sort or search on another field)."""
+    """Report every problem of a projection's ``listing`` declarations. With ``shown``, the
+    projection's fields, a filter, sort or search on another field would reveal its values
+    (substring probes, the order of rows): an error, or with ``hidden`` (a plugin older than
+    the rule, :mod:`host.graph.hidden`) collected there by name."""
     if listing is None:
         return
     if not isinstance(listing, ListOptions):
@@ -155,8 +161,22 @@ def check_listing(
             say(f"listing.search names {name!r}, which is not a string field of {entity.fqn!r}")
     _check_page_sizes(listing, say)
     if shown is not None:
-        kinds = (("filters on", declared), ("sorts on", sortable), ("searches", searched))
-        _check_shown(shown, kinds, say)
+        kinds: tuple[tuple[str, Sequence[str | None]], ...] = (
+            ("filter", declared),
+            ("sort", sortable),
+            ("search", searched),
+        )
+        found = hidden_uses(shown, kinds)
+        if hidden is not None:
+            hidden.update(found)
+            found = {}
+        for what, names in kinds:
+            for hidden_name in dict.fromkeys(names):
+                if isinstance(hidden_name, str) and what in found.get(hidden_name, ()):
+                    say(
+                        f"listing {_VERBS[what]} {hidden_name!r}, which the projection does not "
+                        "show (it would reveal the field's values); show the field or leave it out"
+                    )
     usable = {*sortable, *(name for name in declared if name is not None)}
     indexes = listing.indexes if isinstance(listing.indexes, (tuple, list)) else None
     if indexes is None:

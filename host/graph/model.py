@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from host.graph.migrations import Migrations
+from host.graph.steps import ALWAYS, STEP_ERRORS, Step, declared_refusals
+from host.graph.timerdefs import Timers
 from host.plugins import PluginInfo
 from plugin_api.access import ReadPolicyHandler
 from plugin_api.context import EffectHandler, PolicyHandler
@@ -21,7 +23,9 @@ from plugin_api.definitions import (
     UpdateAction,
     Workflow,
 )
+from plugin_api.errors import TesseraError
 from plugin_api.events import Subscriber
+from plugin_api.grants import RunsAction
 from plugin_api.validators import ValidatorHandler
 
 H = TypeVar("H", EffectHandler, PolicyHandler, ReadPolicyHandler, Subscriber, ValidatorHandler)
@@ -59,10 +63,23 @@ class CompiledAction:
     plugin: PluginInfo
     entity: CompiledEntity
     transition: Transition | None = None
+    steps: tuple[Step, ...] = ()
+    """The steps its chain runs, in order (:func:`host.graph.steps.steps_of`): the engine
+    runs those and no other, the OpenAPI document lists their errors (:meth:`refusals`)."""
 
     @property
     def fqn(self) -> str:
         return self.definition.fqn
+
+    def refusals(self) -> tuple[type[TesseraError], ...]:
+        """Every error its chain can answer with: those of every action, of each of its
+        :attr:`steps`, and of its declared conditions; each class once, in that order."""
+        found: list[type[TesseraError]] = [*ALWAYS]
+        for step in self.steps:
+            found += STEP_ERRORS[step]
+        if Step.CONDITIONS in self.steps or Step.INVARIANTS in self.steps:
+            found += declared_refusals(self.definition, self.entity.definition)
+        return tuple(dict.fromkeys(found))
 
     @property
     def name(self) -> str:
@@ -100,6 +117,10 @@ class CompiledProjection:
     plugin: PluginInfo
     entity: CompiledEntity
     actions: tuple[CompiledAction, ...]
+    withheld: frozenset[str] = frozenset()
+    """Fields whose declared filter and search the list does not offer: it does not show
+    them, and its plugin requires a plugin API older than the rule that refuses such a
+    listing (1.7; :mod:`host.graph.hidden`)."""
 
     @property
     def fqn(self) -> str:
@@ -114,6 +135,20 @@ class RegisteredHandler(Generic[H]):
     name: str
     plugin: PluginInfo
     handler: H
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PluginGrants:
+    """What one plugin declared about other plugins' actions and entities (``tessera_grants``,
+    plugin API 1.9; :mod:`plugin_api.grants`)."""
+
+    held: bool
+    """Whether the plugin requires plugin API 1.9, so that its declarations bind it (an older
+    plugin keeps the earlier behaviour: nested actions as the caller, reads without floors)."""
+    runs: Mapping[str, RunsAction] = field(default_factory=dict)
+    """Another plugin's action FQN -> how this plugin may run it."""
+    reads: frozenset[str] = frozenset()
+    """Other plugins' entities this plugin reads whole (:class:`~plugin_api.SystemRead`)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -138,6 +173,17 @@ class Graph:
     """The plugins' migration declarations (not part of :attr:`canonical`)."""
     validators: Mapping[str, RegisteredHandler[ValidatorHandler]] = field(default_factory=dict)
     """Entity validators by name (plugin API 1.8; their names are in :attr:`canonical`)."""
+    grants: Mapping[str, PluginGrants] = field(default_factory=dict)
+    """Plugin name -> its declared authority over other plugins' actions and entities
+    (plugin API 1.9; not part of :attr:`canonical`, listed by ``tessera graph``)."""
+    timers: Timers = field(default_factory=Timers)
+    """The plugins' timers (plugin API 1.10; :mod:`host.graph.timers`; in :attr:`canonical`)."""
     warnings: tuple[str, ...] = ()
     """What compiles but is probably a mistake (``tessera check`` prints them, a start logs
     them); not part of :attr:`canonical`."""
+    plugin_apis: Mapping[str, str] = field(default_factory=dict)
+    """The plugin API each plugin requires, by plugin name ("1.0" when it requires nothing):
+    a rule added later applies to it only from that version on (docs/compatibility.md)."""
+    plugin_labels: Mapping[str, str] = field(default_factory=dict)
+    """Plugin name -> its label for people (plugin API 1.10, :mod:`host.graph.labels`); not
+    part of :attr:`canonical`."""

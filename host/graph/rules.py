@@ -7,9 +7,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from host.graph.checks import Say, names_of
+from host.graph.access import scope_field
+from host.graph.checks import Say, check_roles, names_of
 from host.graph.model import CompiledAction, CompiledEntity
 from host.plugins import PluginInfo
+from plugin_api.conditions import AnyOf, Condition, Operator
 from plugin_api.definitions import (
     ANY_FIELD,
     Action,
@@ -20,9 +22,12 @@ from plugin_api.definitions import (
     UpdateAction,
     WrittenBy,
 )
+from plugin_api.errors import TesseraError
+from plugin_api.requirements import Requirement, RuleValue
 
 __all__ = [
     "check_ownership",
+    "check_requirements",
     "check_validator_names",
     "may_write",
     "resolve_stampable",
@@ -134,3 +139,62 @@ def check_validator_names(
                     f"{entity.plugin.describe()}: entity {entity.fqn!r}: validator {name!r} "
                     "is implemented by no installed plugin"
                 )
+
+
+_SYSTEM_CONDITION_FIELDS = ("id", "created_at", "updated_at")
+_RULE_SOURCES = ("actor", "row", "input")
+
+
+def _check_named(entity: CompiledEntity, name: object, what: str, say: Say) -> None:
+    if name in _SYSTEM_CONDITION_FIELDS or scope_field(entity, name) is not None:
+        return
+    say(
+        f"{what} {name!r} is not a field of {entity.fqn!r} nor a field of an entity one of "
+        "its references points at"
+    )
+
+
+def _check_condition(entity: CompiledEntity, condition: object, where: str, say: Say) -> None:
+    if not isinstance(condition, Condition):
+        say(f"{where}: expected a Condition or AnyOf, got {type(condition).__name__}")
+        return
+    _check_named(entity, condition.field, f"{where}: condition field", say)
+    if not isinstance(condition.operator, Operator):
+        say(f"{where}: unknown operator {condition.operator!r}")
+    value = condition.value
+    if isinstance(value, RuleValue):
+        if value.source not in _RULE_SOURCES:
+            say(f"{where}: a RuleValue's source is one of {', '.join(_RULE_SOURCES)}")
+        elif value.source == "row":
+            _check_named(entity, value.name, f"{where}: row_field", say)
+        elif value.source == "actor" and value.name != "id":
+            say(f"{where}: the actor's value is its id (ACTOR_ID)")
+
+
+def check_requirements(requirements: object, entity: CompiledEntity, what: str, say: Say) -> None:
+    """Every declared requirement (an action's ``requires``, an entity's ``invariants``,
+    plugin API 1.10) is a :class:`~plugin_api.requirements.Requirement` with a message, an
+    error class of the taxonomy and conditions naming fields of ``entity`` (or one hop
+    through a reference). Operators and literal values are checked against the field types
+    when the runtime compiles them (:mod:`host.runtime.requirements`)."""
+    if not isinstance(requirements, tuple):
+        say(f"{what} must be a tuple of Requirement, got {type(requirements).__name__}")
+        return
+    for index, requirement in enumerate(requirements):
+        where = f"{what}[{index}]"
+        if not isinstance(requirement, Requirement):
+            say(f"{where} must be a Requirement, got {type(requirement).__name__}")
+            continue
+        if not isinstance(requirement.message, str) or not requirement.message:
+            say(f"{where}: message must be a non-empty string")
+        refuse = requirement.refuse
+        if not (isinstance(refuse, type) and issubclass(refuse, TesseraError)):
+            say(f"{where}: refuse must be an error class of plugin_api.errors, got {refuse!r}")
+        check_roles(requirement.exempt, say)
+        items = requirement.items()
+        if not items:
+            say(f"{where}: when names no condition")
+        for item in items:
+            inner = item.conditions if isinstance(item, AnyOf) else (item,)
+            for condition in inner:
+                _check_condition(entity, condition, where, say)

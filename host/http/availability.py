@@ -9,6 +9,7 @@ from typing import Any, Final
 from host.graph.model import CompiledAction, CompiledProjection, Graph
 from host.runtime import Actor
 from host.runtime.availability import Availability, verdict
+from host.runtime.gate import Refusal
 from plugin_api.errors import BadRequest, UnknownAction
 
 __all__ = [
@@ -51,10 +52,14 @@ def row_annotator(
     projection: CompiledProjection,
     offered: frozenset[str] | None,
     actor: Actor,
+    *,
+    certain: bool = False,
 ) -> Annotate:
     """What adds each row's ``_availability``: every row action the document lists, each
-    ``{"enabled": true}`` or ``{"enabled": false, "kind", "message"}``."""
+    ``{"enabled": true}`` or ``{"enabled": false, "kind", "message"}`` (``certain``:
+    ViewSchema 1.5.0, each with its ``certain`` too)."""
     actions = row_actions(projection, offered)
+    cell = _verdicts(availability, actions, certain)
 
     async def annotate(rows: Rows) -> None:
         shown = {str(row["id"]): row for row in rows if row.get("id") is not None}
@@ -62,9 +67,17 @@ def row_annotator(
         for row in rows:
             cells = table.get(str(row.get("id")))
             if cells is not None:
-                row[AVAILABILITY_KEY] = {fqn: verdict(r) for fqn, r in cells.items()}
+                row[AVAILABILITY_KEY] = {fqn: cell(fqn, r) for fqn, r in cells.items()}
 
     return annotate
+
+
+def _verdicts(
+    availability: Availability, actions: Sequence[CompiledAction], certain: bool
+) -> Callable[[str, Refusal], dict[str, Any]]:
+    """The JSON of a cell of one of ``actions`` (with ``certain``: ViewSchema 1.5.0's)."""
+    sure = {a.fqn: availability.certain(a) for a in actions} if certain else {}
+    return lambda fqn, refusal: verdict(refusal, sure.get(fqn))
 
 
 async def annotated_chunks(rest: AsyncIterator[Rows], annotate: Annotate) -> AsyncIterator[Rows]:
@@ -106,10 +119,15 @@ def _actions(graph: Graph, fqns: Sequence[str]) -> list[CompiledAction]:
 
 
 async def question(
-    graph: Graph, availability: Availability, actor: Actor, body: Mapping[str, Any]
+    graph: Graph,
+    availability: Availability,
+    actor: Actor,
+    body: Mapping[str, Any],
+    *,
+    certain: bool = False,
 ) -> dict[str, Any]:
     """The answer to ``{"subjects": [id, ...], "actions": [fqn, ...]}``: for each subject
-    (in order) each action's verdict.
+    (in order) each action's verdict (``certain``: ViewSchema 1.5.0's, with ``certain``).
 
     :raises BadRequest: a malformed question, past the caps, a create action, or actions
         of several entities.
@@ -123,10 +141,11 @@ async def question(
     subjects = _strings(body, "subjects", MAX_SUBJECTS)
     actions = _actions(graph, _strings(body, "actions", MAX_ACTIONS))
     table = await availability.table(actions, actor, subjects)
+    cell = _verdicts(availability, actions, certain)
     return {
         "ok": True,
         "availability": {
-            subject: {fqn: verdict(refusal) for fqn, refusal in table[subject].items()}
+            subject: {fqn: cell(fqn, refusal) for fqn, refusal in table[subject].items()}
             for subject in subjects
         },
     }

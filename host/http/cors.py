@@ -74,7 +74,7 @@ def _has_body(scope: Scope) -> bool:
     return False
 
 
-_OPTIONAL_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+OPTIONAL_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"idempotency-key", b"Idempotency-Key"),
     (b"last-event-id", b"Last-Event-ID"),
 )
@@ -89,7 +89,7 @@ def _cors_headers(scope: Scope, *, token_mode: bool = False) -> tuple[tuple[byte
     headers = scope.get("headers", ())
     extra = [
         name
-        for lower, name in _OPTIONAL_HEADERS
+        for lower, name in OPTIONAL_HEADERS
         if any(
             key == lower or (key == b"access-control-request-headers" and lower in value.lower())
             for key, value in headers

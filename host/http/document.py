@@ -12,9 +12,10 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from host import jsonio
+from host.http.labels import with_labels
 from host.http.viewschema import ViewSchemaTemplate, column_descriptor, followed_keys
 from host.http.workflow import workflow_descriptor
-from host.query.params import SCHEMA_1_1, SCHEMA_1_3, SCHEMA_1_4, ListQuery, at_least
+from host.query.params import SCHEMA_1_1, SCHEMA_1_3, SCHEMA_1_4, SCHEMA_1_5, ListQuery, at_least
 from host.query.spec import ListSpec
 from host.systemfields import SYSTEM
 
@@ -71,13 +72,15 @@ def _upgrade(
             {**descriptor, **followed_keys(entity, descriptor["name"])}
             for descriptor in document["fields"]
         ]
+    if at_least(version, SCHEMA_1_5):
+        with_labels(document, template)
     document["data"] = data
     return document
 
 
-def _pagination(spec: ListSpec, query: ListQuery, size: int, cursor: str | None) -> dict[str, Any]:
+def _pagination(spec: ListSpec, version: str, size: int, cursor: str | None) -> dict[str, Any]:
     pagination: dict[str, Any] = {"pageSize": size, "nextCursor": cursor}
-    if at_least(query.version, SCHEMA_1_1):
+    if at_least(version, SCHEMA_1_1):
         pagination["maxPageSize"] = spec.max_page_size
     return pagination
 
@@ -90,27 +93,34 @@ def offer(document: dict[str, Any], offered: frozenset[str] | None) -> dict[str,
 
 
 def _head(
-    template: ViewSchemaTemplate, spec: ListSpec, query: ListQuery, tenant: str, generated_at: str
+    template: ViewSchemaTemplate,
+    spec: ListSpec,
+    query: ListQuery,
+    version: str,
+    tenant: str,
+    generated_at: str,
 ) -> dict[str, Any]:
     document = template.render_list(tenant, generated_at, [])
-    if not at_least(query.version, SCHEMA_1_1):
+    if not at_least(version, SCHEMA_1_1):
         return document
-    return offer(_upgrade(document, spec, query, query.version, template), query.offered)
+    return offer(_upgrade(document, spec, query, version, template), query.offered)
 
 
 def list_document(
     template: ViewSchemaTemplate,
     spec: ListSpec,
     query: ListQuery,
+    version: str,
     tenant: str,
     generated_at: str,
     items: Sequence[dict[str, Any]],
     cursor: str | None,
 ) -> dict[str, Any]:
-    """A page (``query.page_size`` set) or a whole list that fits in one chunk."""
-    document = _head(template, spec, query, tenant, generated_at)
+    """A page (``query.page_size`` set) or a whole list that fits in one chunk, at ViewSchema
+    ``version``."""
+    document = _head(template, spec, query, version, tenant, generated_at)
     size = len(items) if query.page_size is None else query.page_size
-    document["data"] = {"items": items, "pagination": _pagination(spec, query, size, cursor)}
+    document["data"] = {"items": items, "pagination": _pagination(spec, version, size, cursor)}
     return document
 
 
@@ -118,6 +128,7 @@ def list_stream(
     template: ViewSchemaTemplate,
     spec: ListSpec,
     query: ListQuery,
+    version: str,
     tenant: str,
     generated_at: str,
     first: Rows,
@@ -126,7 +137,7 @@ def list_stream(
 ) -> AsyncIterator[bytes]:
     """Every matching row, serialised chunk by chunk (the bytes of :func:`list_document`);
     ``counts`` (``count``, ``facets``) follow ``pagination`` in ``data``."""
-    document = _head(template, spec, query, tenant, generated_at)
+    document = _head(template, spec, query, version, tenant, generated_at)
     del document["data"]
     head = jsonio.dumps(document)[:-1] + b',"data":{"items":['
 
@@ -141,7 +152,7 @@ def list_stream(
             aclose = getattr(rest, "aclose", None)
             if aclose is not None:
                 await aclose()
-        pagination = jsonio.dumps(_pagination(spec, query, count, None))
+        pagination = jsonio.dumps(_pagination(spec, version, count, None))
         tail = jsonio.dumps(counts)[1:-1] if counts else b""
         yield b'],"pagination":' + pagination + (b"," + tail if tail else b"") + b"}}"
 

@@ -22,6 +22,7 @@ async def list_response(
     template: ViewSchemaTemplate,
     projection: CompiledProjection,
     query: ListQuery,
+    version: str,
     tenant: str,
     generated_at: str,
     chunk_rows: int,
@@ -29,9 +30,9 @@ async def list_response(
     count_limit: int = 0,
 ) -> Response:
     """A page (one statement), or every matching row (streamed when longer than a chunk), or
-    the list as a file (``format``); with the counts asked for (``count``, ``facet``), each
-    reading at most ``count_limit`` rows. ``annotate`` (ViewSchema 1.2.0) adds each row's
-    availability, chunk by chunk (not to a file)."""
+    the list as a file (``format``), at ViewSchema ``version``; with the counts asked for
+    (``count``, ``facet``), each reading at most ``count_limit`` rows. ``annotate``
+    (ViewSchema 1.2.0) adds each row's availability, chunk by chunk (not to a file)."""
     if query.export is not None:
         return await export_response(lists, projection, query, tenant, chunk_rows)
     spec = lists.spec(projection.fqn)
@@ -44,7 +45,9 @@ async def list_response(
         items, cursor = await lists.page(projection, tenant, query, query.page_size)
         if annotate is not None:
             await annotate(items)
-        document = list_document(template, spec, query, tenant, generated_at, items, cursor)
+        document = list_document(
+            template, spec, query, version, tenant, generated_at, items, cursor
+        )
         document["data"].update(counts)
         return Response(jsonio.dumps(document), content_type=JSON)
     listing = await lists.every_row(projection, tenant, query, chunk_rows)
@@ -55,8 +58,10 @@ async def list_response(
             rest = annotated_chunks(rest, annotate)
     if rest is None:
         items = listing.first
-        document = list_document(template, spec, query, tenant, generated_at, items, None)
+        document = list_document(template, spec, query, version, tenant, generated_at, items, None)
         document["data"].update(counts)
         return Response(jsonio.dumps(document), content_type=JSON)
-    stream = list_stream(template, spec, query, tenant, generated_at, listing.first, rest, counts)
+    stream = list_stream(
+        template, spec, query, version, tenant, generated_at, listing.first, rest, counts
+    )
     return Response(stream, content_type=JSON)

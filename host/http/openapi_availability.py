@@ -15,6 +15,7 @@ from plugin_api import errors as e
 __all__ = [
     "AVAILABILITY_SCHEMAS",
     "DRY_RUN_PARAMETER",
+    "DRY_RUN_VERSIONS",
     "availability_operation",
     "dry_run_success",
     "with_availability",
@@ -22,20 +23,29 @@ __all__ = [
 
 _REF: Final = "#/components/schemas/"
 
+_CERTAIN: Final[Schema] = {
+    "type": "boolean",
+    "description": "ViewSchema 1.5.0 (acceptSchemaVersions): whether the verdict is sure. A "
+    "refusal always is; an enabled action is not when its effect may still refuse in code "
+    "nothing declared (plugin_api.refuses), its entity has validators, or its declared rules "
+    "depend on the request's inputs: a dry run tells then.",
+}
+
 AVAILABILITY_SCHEMAS: Final[Mapping[str, Schema]] = {
     "Verdict": {
         "oneOf": [
-            object_schema({"enabled": {"const": True}}, ["enabled"]),
+            object_schema({"enabled": {"const": True}, "certain": _CERTAIN}, ["enabled"]),
             object_schema(
                 {
                     "enabled": {"const": False},
                     "kind": {
                         "type": "string",
                         "description": "The error kind the action would answer with "
-                        "(PolicyDenied, WorkflowStateMismatch, NotFound, or a kind a custom "
-                        "policy raised).",
+                        "(PolicyDenied, WorkflowStateMismatch, NotFound, a kind a custom "
+                        "policy raised, or the kind a declared requirement refuses with).",
                     },
                     "message": {"type": "string"},
+                    "certain": _CERTAIN,
                 },
                 ["enabled", "kind", "message"],
             ),
@@ -141,9 +151,45 @@ def dry_run_success(outputs: Schema) -> Schema:
                 "`delivered`, `failed: ...` or `not run: ...`.",
                 "additionalProperties": {"type": "string"},
             },
+            "timers": {
+                **object_schema({"arm": _SCHEDULED, "cancel": _SCHEDULED}, ["arm", "cancel"]),
+                "description": "ViewSchema 1.5.0 only (acceptSchemaVersions): the timers the "
+                "write would arm, and the row's pending ones it would cancel (docs/timers.md).",
+            },
         },
         ["ok", "dryRun", "outputs", "changes", "audit", "subscribers"],
     )
+
+
+_SCHEDULED: Final[Schema] = {
+    "type": "array",
+    "items": object_schema(
+        {
+            "timer": {"type": "string"},
+            "action": {"type": "string"},
+            "dueAt": {"type": "string", "format": "date-time"},
+        },
+        ["timer", "action", "dueAt"],
+    ),
+}
+
+DRY_RUN_VERSIONS: Final[Schema] = {
+    "name": "acceptSchemaVersions",
+    "in": "query",
+    "required": False,
+    "description": "With `dryRun=true`, 1.5.0: the answer carries `timers`, what the write "
+    "would schedule; otherwise as before.",
+    "schema": {"type": "string"},
+}
+
+
+_VERSIONS: Final[Schema] = {
+    "name": "acceptSchemaVersions",
+    "in": "query",
+    "required": False,
+    "description": "1.5.0: each verdict carries `certain`; otherwise as before.",
+    "schema": {"type": "string"},
+}
 
 
 def availability_operation(
@@ -165,9 +211,9 @@ def availability_operation(
         "description": f"At most {MAX_SUBJECTS} subjects (row ids of the actions' entity) and "
         f"{MAX_ACTIONS} actions (all taking a subject, all of one entity); past either cap "
         "400. Each verdict is computed by the action's own checks: role, subject (unknown: "
-        "NotFound), custom policies, workflow gate.",
+        "NotFound), custom policies, workflow gate, declared requirements.",
         "tags": ["service"],
-        "parameters": identity,
+        "parameters": [*identity, _VERSIONS],
         "requestBody": {
             "required": True,
             "content": {"application/json": {"schema": {"$ref": _REF + "AvailabilityQuestion"}}},

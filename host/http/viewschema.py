@@ -106,10 +106,12 @@ def action_descriptor(
 class ViewSchemaTemplate:
     """The parts of a projection's ViewSchema that do not depend on the request."""
 
-    __slots__ = ("_detail_actions", "fields", "list_actions", "projection")
+    __slots__ = ("_detail_actions", "fields", "list_actions", "plugin_label", "projection")
 
-    def __init__(self, projection: CompiledProjection) -> None:
+    def __init__(self, projection: CompiledProjection, plugin_label: str | None = None) -> None:
         self.projection = projection
+        self.plugin_label = plugin_label
+        """The label of the projection's plugin (plugin API 1.10; ViewSchema 1.5.0)."""
         entity = projection.entity
         self.fields = [column_descriptor(entity, name) for name in projection.definition.fields]
         self.list_actions = [

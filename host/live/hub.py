@@ -31,6 +31,9 @@ __all__ = ["Backlog", "Hub", "Message", "Subscription", "Watch"]
 
 logger = logging.getLogger("tessera.live")
 
+MAX_TRACKED: Final = 2000
+"""Rows a tracking stream remembers per watched projection (those it named when it opened,
+then those it was told of): past it, a row told of is not added (docs/live.md)."""
 READ_BATCH: Final = 500
 """Records read per statement (and ids asked per visibility statement)."""
 WAKE_GAP_S: Final = 0.01
@@ -56,6 +59,10 @@ class Subscription:
     :attr:`position` by the next :meth:`take`)."""
     ended: str | None = None
     """Why the hub ended the stream (``None`` while open)."""
+    shown: dict[str, set[str]] | None = None
+    """A tracking stream's rows per watched projection (those the reader read when it
+    opened, then those it was told of): a change that takes one out of the projection is
+    told as ``left``. ``None``: a stream that does not track (no ``left`` messages)."""
 
     def push(self, messages: list[Message], last: Position, limit: int) -> None:
         if not messages:  # nothing for it: its position moves on without waking it
@@ -132,13 +139,19 @@ class Hub:
     def full(self) -> bool:
         return self.open_streams >= self.max_streams
 
-    async def subscribe(self, tenant: str, watches: tuple[Watch, ...]) -> Subscription:
-        """Register a stream; it hears of every record after the tenant's current tail."""
+    async def subscribe(
+        self,
+        tenant: str,
+        watches: tuple[Watch, ...],
+        shown: dict[str, set[str]] | None = None,
+    ) -> Subscription:
+        """Register a stream; it hears of every record after the tenant's current tail.
+        ``shown``: the rows it tracks per watched projection (see :attr:`Subscription.shown`)."""
         async with self._lock:  # never between a poll's read and its fan-out
             if tenant not in self._cursors:
                 horizon = await self._feed.horizon()
                 self._cursors[tenant] = await self._feed.tail(tenant, horizon)
-            subscription = Subscription(tenant, watches, self._cursors[tenant])
+            subscription = Subscription(tenant, watches, self._cursors[tenant], shown=shown)
             self._streams.setdefault(tenant, set()).add(subscription)
         self._count()
         self._ensure_running()
@@ -175,7 +188,7 @@ class Hub:
             if not changes:
                 break
             visible = await self._visible_ids(tenant, [subscription], changes)
-            messages.extend(_messages(subscription.watches, changes, visible))
+            messages.extend(_told(subscription, changes, visible))
             position = changes[-1].position
             if len(changes) < limit:
                 break
@@ -248,6 +261,9 @@ class Hub:
         visible = await self._visible_ids(tenant, streams, changes)
         shared: dict[tuple[tuple[object, ...], ...], list[Message]] = {}
         for subscription in streams:  # streams watching alike share one list of messages
+            if subscription.shown is not None:  # a tracking stream: messages of its own
+                subscription.push(_told(subscription, changes, visible), last, self._queue_limit)
+                continue
             key = tuple(watch.key for watch in subscription.watches)
             messages = shared.get(key)
             if messages is None:
@@ -287,6 +303,36 @@ def _shows(watch: Watch, change: Change, visible: Visible) -> bool:
         return False
     ids = visible.get(watch.key, frozenset())
     return ids is None or change.id in ids
+
+
+def _told(subscription: Subscription, changes: list[Change], visible: Visible) -> list[Message]:
+    """What ``subscription`` is told of ``changes``: without tracking, as every stream
+    watching alike; with it, also a ``left`` message when a row it tracks is no longer in a
+    watched projection (and the rows told of are tracked from then on)."""
+    shown = subscription.shown
+    if shown is None:
+        return _messages(subscription.watches, changes, visible)
+    messages: list[Message] = []
+    for change in changes:
+        showing: list[str] = []
+        left: list[str] = []
+        for watch in subscription.watches:
+            if watch.entity != change.entity:
+                continue
+            fqn = watch.projection.fqn
+            rows = shown.setdefault(fqn, set())
+            if _shows(watch, change, visible):
+                showing.append(fqn)
+                if len(rows) < MAX_TRACKED:
+                    rows.add(change.id)
+            elif change.id in rows:
+                left.append(fqn)
+                rows.discard(change.id)
+        if showing:
+            messages.append(Message.of(change, tuple(showing)))
+        if left:
+            messages.append(Message.left(change, tuple(left)))
+    return messages
 
 
 def _messages(

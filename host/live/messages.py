@@ -21,14 +21,15 @@ def event(name: str, position: Position | None, data: object) -> bytes:
 @dataclass(frozen=True, slots=True)
 class Message:
     """A change a stream is told of, with the watched projections that show the row, and
-    its ``change`` message as sent."""
+    its ``change`` message as sent; or (:meth:`left`) the watched projections the row left
+    with this change, and its ``left`` message."""
 
     change: Change
     projections: tuple[str, ...]
     sse: bytes
 
     @classmethod
-    def of(cls, change: Change, projections: tuple[str, ...]) -> Message:
+    def of(cls, change: Change, projections: tuple[str, ...], name: str = "change") -> Message:
         data = {
             "entity": change.entity,
             "id": change.id,
@@ -36,4 +37,10 @@ class Message:
             "action": change.action,
             "projections": list(projections),
         }
-        return cls(change, projections, event("change", change.position, data))
+        return cls(change, projections, event(name, change.position, data))
+
+    @classmethod
+    def left(cls, change: Change, projections: tuple[str, ...]) -> Message:
+        """The row of ``change`` is no longer in ``projections`` as the reader reads them
+        (docs/live.md, "Rows leaving a list")."""
+        return cls.of(change, projections, "left")

@@ -22,7 +22,7 @@ from host.query.params import plain_query
 from host.query.spec import ID_COLUMN
 from host.storage.reads import ProjectionReads
 
-__all__ = ["Visible", "visible_ids"]
+__all__ = ["Visible", "readable_ids", "visible_ids"]
 
 CHUNK: Final = 400
 """Ids (and owners) asked per statement: with both, under SQLite's 999 parameters."""
@@ -91,6 +91,15 @@ async def visible_ids(
         for owner, key in owners.items():
             visible[key] = frozenset(found[owner])
     return visible
+
+
+async def readable_ids(
+    reads: ProjectionReads, tenant: str, watch: Watch, ids: Iterable[str]
+) -> set[str]:
+    """Those of ``ids`` that ``watch``'s projection shows its reader now (filters, row scope
+    and read policies' conditions): the rows a tracking stream may be told have left."""
+    rows = await _rows(reads, tenant, watch.projection, watch.scope, sorted(set(ids)))
+    return {str(row["id"]) for row in rows}
 
 
 async def _rows(

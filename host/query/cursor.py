@@ -8,7 +8,11 @@ format tag and the request's *binding* (tenant, projection, filter set, sort and
 :func:`host.query.params.binding`). A cursor shows no value, not even of a sort key the client
 was sent, and is accepted only with the key that made it and for the binding it was made for:
 altered, forged, or reused with another tenant, projection, filter set, sort or search, it is
-refused.
+refused. The payload is padded with spaces (which JSON ignores) to a power of two of at least
+:data:`PADDED_MIN` bytes (past 1 KiB, a multiple of 1 KiB), so a cursor's length tells no more
+than that size class, not the length of a sort key's value (a list of an older plugin may sort
+on a field it does not show, :mod:`host.graph.hidden`). Cursors made before the padding decode
+as they are.
 
 The key is shared by every worker and instance on one database (see
 :mod:`host.storage.secrets`), so any of them accepts a cursor another one issued.
@@ -31,7 +35,18 @@ __all__ = ["CursorCodec", "KeysetValue"]
 KeysetValue = str | int | bool | None
 
 _FORMAT: Final = b"tessera.cursor/3"
-_MAX_TOKEN: Final = 8192
+_MAX_TOKEN: Final = 12288
+PADDED_MIN: Final = 128
+"""The smallest padded payload, in bytes (a sort key's value and an id fit in it)."""
+_PADDED_STEP: Final = 1024
+"""Past this size a payload is padded to a multiple of it (not to the next power of two)."""
+
+
+def _padded(payload: bytes) -> bytes:
+    size = max(PADDED_MIN, 1 << (len(payload) - 1).bit_length())
+    if size > _PADDED_STEP:
+        size = -(-len(payload) // _PADDED_STEP) * _PADDED_STEP
+    return payload.ljust(size, b" ")
 
 
 class CursorCodec:
@@ -45,7 +60,7 @@ class CursorCodec:
 
     def encode(self, binding: bytes, values: Sequence[KeysetValue]) -> str:
         payload = json.dumps(list(values), separators=(",", ":"), ensure_ascii=False).encode()
-        sealed = self._cipher.encrypt(payload, [_FORMAT, binding])
+        sealed = self._cipher.encrypt(_padded(payload), [_FORMAT, binding])
         return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode("ascii")
 
     def decode(self, token: str, binding: bytes, length: int) -> list[KeysetValue] | None:

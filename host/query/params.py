@@ -25,6 +25,7 @@ __all__ = [
     "at_least",
     "binding",
     "negotiate",
+    "parse_filters",
     "parse_list_query",
     "plain_query",
 ]
@@ -38,7 +39,11 @@ SCHEMA_1_3: Final = "1.3.0"
 SCHEMA_1_4: Final = "1.4.0"
 """1.3.0 and relations: display fields, followed field descriptors, each row's ``_display``
 (docs/http.md, "ViewSchema 1.4.0")."""
-NEGOTIABLE: Final = (SCHEMA_1_4, SCHEMA_1_3, SCHEMA_1_2, SCHEMA_1_1)
+SCHEMA_1_5: Final = "1.5.0"
+"""1.4.0 and this round's additions: each availability verdict's ``certain`` (docs/http.md,
+"Availability"), the labels of the plugin, entity, projection and actions (docs/http.md,
+"ViewSchema 1.5.0"), and a detail's pending timers (docs/timers.md)."""
+NEGOTIABLE: Final = (SCHEMA_1_5, SCHEMA_1_4, SCHEMA_1_3, SCHEMA_1_2, SCHEMA_1_1)
 """The versions beyond 1.0.0 a client may ask for, newest first."""
 LIST_PARAMETERS: Final = ("pageSize", "cursor", "sort", "q", "count", "facet", "format")
 EXPORT_FORMATS: Final = ("csv", "ndjson")
@@ -60,7 +65,6 @@ class Args(Protocol):
 class ListQuery:
     """A validated list request."""
 
-    version: str
     conditions: tuple[Condition, ...]
     sort: tuple[SortKey, ...]
     """The sort in force (requested, else declared default); ``id`` follows implicitly."""
@@ -87,6 +91,9 @@ class ListQuery:
     text_index: bool = True
     """Whether the text index may drive the read of ``q`` (the storage decides, see
     :mod:`host.storage.search`); the rows are the same either way."""
+    displays: bool = False
+    """Read each row's display texts (``_display``) with it: the HTTP layer asks for them
+    when the ViewSchema version it answers shows them."""
 
     @property
     def needle(self) -> str | None:
@@ -99,12 +106,12 @@ def plain_query(
     *,
     conditions: tuple[Condition, ...] = (),
     limit: int | None = None,
-    version: str = SCHEMA_1_0,
+    displays: bool = False,
 ) -> ListQuery:
     """Every row of the tenant (in ``scope``) in id order, as v0.1 lists; ``conditions``
-    narrow it (a detail read is the plain query of one id), ``limit`` makes it one page."""
+    narrow it (a detail read is the plain query of one id), ``limit`` makes it one page,
+    ``displays`` reads the rows' display texts."""
     return ListQuery(
-        version=version,
         conditions=conditions,
         sort=(),
         q=None,
@@ -112,6 +119,7 @@ def plain_query(
         after=None,
         binding=b"",
         scope=scope,
+        displays=displays,
     )
 
 
@@ -272,6 +280,16 @@ def _export(text: str | None, page: bool) -> str | None:
     return text
 
 
+def parse_filters(args: Args, spec: ListSpec) -> tuple[Condition, ...]:
+    """The conditions of the ``filter.<field>[.<op>]`` parameters of ``args`` (a list's, or a
+    live stream's: docs/live.md, "Rows leaving a list").
+
+    :raises BadRequest: naming the parameter and what is allowed.
+    """
+    names = [name for name in dict.fromkeys(args.keys()) if name.startswith(FILTER_PREFIX)]
+    return tuple(_condition(name, text, spec) for name in names for text in args.getlist(name))
+
+
 def parse_list_query(
     args: Args,
     spec: ListSpec,
@@ -291,9 +309,7 @@ def parse_list_query(
     present = any(name in LIST_PARAMETERS for name in names) or bool(filters)
     if not present and version == SCHEMA_1_0:
         return None
-    conditions = tuple(
-        _condition(name, text, spec) for name in filters for text in args.getlist(name)
-    )
+    conditions = parse_filters(args, spec)
     sort_text = _one(args, "sort")
     sort = spec.default_sort if sort_text is None else _sort(sort_text, spec)
     q_text = _one(args, "q")
@@ -323,7 +339,6 @@ def parse_list_query(
         after = tuple(values)
     export = _export(_one(args, "format"), size_text is not None or token is not None)
     return ListQuery(
-        version=version,
         conditions=conditions,
         sort=sort,
         q=q,

@@ -176,9 +176,11 @@ def _column(projection: CompiledProjection, name: str) -> Column:
 
 
 def list_spec(projection: CompiledProjection) -> ListSpec:
-    """Resolve ``projection``'s (validated) list declarations."""
+    """Resolve ``projection``'s (validated) list declarations, without the filters and
+    search of its withheld fields (:attr:`CompiledProjection.withheld`)."""
     listing = projection.definition.listing
     options = listing if listing is not None else ListOptions()
+    withheld = projection.withheld
     filters = {
         declared.field: FilterSpec(
             column=(column := _column(projection, declared.field)),
@@ -186,6 +188,7 @@ def list_spec(projection: CompiledProjection) -> ListSpec:
             label=declared.label,
         )
         for declared in options.filters
+        if declared.field not in withheld
     }
     sortable = {name: _column(projection, name) for name in options.sortable}
     default_sort = tuple(
@@ -197,7 +200,7 @@ def list_spec(projection: CompiledProjection) -> ListSpec:
         filters=MappingProxyType(filters),
         sortable=MappingProxyType(sortable),
         default_sort=default_sort,
-        search=tuple(_column(projection, name) for name in options.search),
+        search=tuple(_column(projection, name) for name in options.search if name not in withheld),
         default_page_size=options.default_page_size,
         max_page_size=min(options.max_page_size, MAX_PAGE_SIZE),
         declared=listing is not None,

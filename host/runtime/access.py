@@ -33,6 +33,7 @@ from host.runtime.actor import ANONYMOUS, Actor
 from plugin_api.access import ReadAccess, ReadContext
 from plugin_api.conditions import AnyOf as PublicAnyOf
 from plugin_api.conditions import Condition
+from plugin_api.definitions import Projection
 from plugin_api.errors import BadRequest, InternalError, PolicyDenied
 
 __all__ = ["ReadGate", "guarded", "hops", "needs_gate", "offered_actions"]
@@ -166,12 +167,45 @@ class ReadGate:
         for access in (projection.entity.definition.access, projection.definition.access):
             if access is not None:
                 found += await self._apply(access, projection.fqn, actor, context, resolve)
-        via = set(hops(projection))
+        return await self._with_floors(projection.entity, found, hops(projection), actor, context)
+
+    async def entity_conditions(self, entity: CompiledEntity, actor: Actor) -> tuple[Clause, ...]:
+        """The row conditions of ``actor``'s read of ``entity`` outside any projection (the
+        data API of a plugin that neither owns the entity nor declares a system read, plugin
+        API 1.9): its read floor, with the floors of the references it follows. A read
+        policy sees a stand-in projection named after the entity (fields ``id``).
+
+        :raises PolicyDenied: the floor's roles or a read policy deny.
+        """
+        access = entity.definition.access
+        if access is None:
+            return ()
+        context = ReadContext(
+            tenant_id=actor.tenant_id,
+            actor_id=actor.actor_id,
+            roles=actor.roles,
+            projection=Projection(fqn=entity.fqn, entity=entity.fqn, fields=("id",)),
+            subject=None,
+        )
+        resolve: Resolve = lambda name: column_of(entity, name)  # noqa: E731
+        found = await self._apply(access, entity.fqn, actor, context, resolve)
+        return await self._with_floors(entity, found, frozenset(), actor, context)
+
+    async def _with_floors(
+        self,
+        entity: CompiledEntity,
+        found: list[Clause],
+        via: frozenset[str],
+        actor: Actor,
+        context: ReadContext,
+    ) -> tuple[Clause, ...]:
+        """``found``, then a :class:`Floor` per reference followed (``via`` and those the
+        conditions follow) whose entity has a read floor."""
+        followed = set(via)
         for clause in matching(tuple(found)):
             alternatives = clause.alternatives if isinstance(clause, AnyOf) else (clause,)
-            via.update(c.column.via for c in alternatives if c.column.via is not None)
-        entity = projection.entity
-        for name in _floored(entity, via):
+            followed.update(c.column.via for c in alternatives if c.column.via is not None)
+        for name in _floored(entity, followed):
             found.append(await self._floor(entity.targets[name], name, actor, context))
         return tuple(found)
 

@@ -27,6 +27,9 @@ class Actor:
     tenant_id: str
     actor_id: str
     roles: frozenset[str]
+    via: tuple[tuple[str, str], ...] = ()
+    """For a nested action (``ctx.data.run``): the (action, plugin) pairs that ran it,
+    outermost first; its audit record names them (docs/security.md)."""
 
 
 def _single(name: str, values: Sequence[str]) -> str | None:

@@ -4,8 +4,11 @@ For each row and each action the answer is what the action itself would answer u
 workflow gate, computed by the same checks in the same order (:mod:`host.runtime.gate`):
 the role check, the subject lookup (an unknown row: 404 ``NotFound``), the custom policies
 (asked about every row still allowed at once; a :class:`~plugin_api.BatchPolicy` in one
-call), the workflow gate. What only running the action tells (its inputs, the references
-they name, a refusal its effect raises) is not foreseen: a dry run tells it.
+call), the workflow gate, then the declared rules (plugin API 1.10): the action's
+``requires`` and its entity's invariants, by the one evaluator
+(:mod:`host.runtime.requirements`). What only running the action tells (its inputs, the
+references they name, a refusal its effect raises in undeclared code) is not foreseen: a dry
+run tells it, and :meth:`Availability.certain` says when that can happen.
 
 Cost: one statement reading the whole rows; when an action has custom policies, one
 transaction (always rolled back) in which they run, with whatever they read themselves.
@@ -16,20 +19,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from host.fieldtypes import coerce_write
+from host.fieldtypes import coerce_write, now_db
 from host.graph.model import CompiledAction, CompiledEntity, Graph
+from host.graph.rules import stampable_fields
 from host.query.conditions import Condition
 from host.query.spec import ID_COLUMN
 from host.runtime.actor import Actor
 from host.runtime.context import InvocationContext
 from host.runtime.data import DataRuntime
 from host.runtime.gate import Refusal, policy_refusals, role_refusal, state_refusal
+from host.runtime.requirements import refusals
 from host.runtime.rollback import rolled_back
+from host.runtime.writerules import transition_row
 from host.storage import Schema, Storage, Tx
 from host.storage.store import EntityStore
+from plugin_api.definitions import TransitionAction, UpdateAction
 from plugin_api.errors import NotFound
+from plugin_api.requirements import effect_refusals
 
-__all__ = ["ENABLED", "Availability", "Table", "verdict"]
+__all__ = ["ENABLED", "Availability", "Table", "foreseeable", "verdict"]
 
 Table = dict[str, dict[str, Refusal]]
 """Row id -> action FQN -> its refusal (``None``: enabled)."""
@@ -37,11 +45,14 @@ Table = dict[str, dict[str, Refusal]]
 ENABLED: Final = {"enabled": True}
 
 
-def verdict(refusal: Refusal) -> dict[str, Any]:
-    """The JSON of one cell: ``{"enabled": true}`` or ``{"enabled": false, "kind", "message"}``."""
+def verdict(refusal: Refusal, certain: bool | None = None) -> dict[str, Any]:
+    """The JSON of one cell: ``{"enabled": true}`` or ``{"enabled": false, "kind", "message"}``;
+    with ``certain`` (ViewSchema 1.5.0) a ``certain`` key too: an enabled cell is certain
+    when nothing undeclared can still refuse, a refused cell always is."""
     if refusal is None:
-        return ENABLED
-    return {"enabled": False, "kind": refusal.kind, "message": refusal.message}
+        return ENABLED if certain is None else {"enabled": True, "certain": certain}
+    cell = {"enabled": False, "kind": refusal.kind, "message": refusal.message}
+    return cell if certain is None else {**cell, "certain": True}
 
 
 class Availability:
@@ -83,17 +94,12 @@ class Availability:
         render = store.renderer(entity.fqn)
         by_role = {a.fqn: role_refusal(a, actor) for a in actions}
         asked = [a for a in actions if by_role[a.fqn] is None and a.definition.policies]
+        ruled = [a for a in actions if by_role[a.fqn] is None and self._ruled(a)]
         state = entity.workflow.state_field if entity.workflow is not None else None
-        rows = None if asked else _states(entity, state, ids, shown)
+        rows = None if asked or ruled else _states(entity, state, ids, shown)
         positional: dict[str, Sequence[Any]] = {}
         if rows is None:
-            found = await store.find(
-                self._storage,
-                entity.fqn,
-                actor.tenant_id,
-                (Condition(ID_COLUMN, "in", tuple(ids)),),
-                limit=len(ids),
-            )
+            found = await self._found(entity, actor, ids)
             at = render.columns.index("id")
             positional = {str(row[at]): row for row in found}
             rows = {k: dict(zip(render.columns, row, strict=True)) for k, row in positional.items()}
@@ -142,7 +148,100 @@ class Availability:
                         gate[key] = state_refusal(action, row)
                     refusal = gate[key]
                 table[row_id][action.fqn] = refusal
+        for action in ruled:
+            waiting = [row_id for row_id in present if table[row_id][action.fqn] is None]
+            ruling = await self._rules(action, actor, [rows[row_id] for row_id in waiting])
+            for row_id, refusal in zip(waiting, ruling, strict=True):
+                table[row_id][action.fqn] = refusal
         return table
+
+    def _ruled(self, action: CompiledAction) -> bool:
+        """Whether ``action`` has declared rules to foresee (its own, its entity's)."""
+        return bool(self._data.requires[action.fqn] or self._data.invariants[action.entity.fqn])
+
+    async def _rules(
+        self, action: CompiledAction, actor: Actor, rows: Sequence[Mapping[str, Any]]
+    ) -> list[Refusal]:
+        """Each row's refusal by the action's declared conditions (on the row as it stands)
+        and its entity's invariants (on the row a transition would write: its target state
+        and stamps; inputs and effects unknown), by the one evaluator
+        (:mod:`host.runtime.requirements`)."""
+        if not rows:
+            return []
+        entity = action.entity
+        read = self._data.reader(self._storage)
+        found: list[Refusal] = list(
+            await refusals(entity, self._data.requires[action.fqn], rows, actor, read)
+        )
+        invariants = self._data.invariants[entity.fqn]
+        waiting = [i for i, refusal in enumerate(found) if refusal is None]
+        if invariants and waiting:
+            foreseen = [_foreseen(action, rows[i], actor) for i in waiting]
+            later = await refusals(entity, invariants, foreseen, actor, read)
+            for i, refusal in zip(waiting, later, strict=True):
+                found[i] = refusal
+        return found
+
+    def certain(self, action: CompiledAction) -> bool:
+        """Whether an enabled answer for ``action`` is certain: nothing but what
+        availability checks can refuse it (ViewSchema 1.5.0 ``certain``). Not when its
+        effect may refuse in code nothing declared (no :func:`plugin_api.refuses`, or one
+        naming errors), its entity has validators, or its declared rules depend on what
+        only the request tells (its inputs, or fields its inputs or effect may write)."""
+        return foreseeable(self._graph, action, self._data)
+
+    async def _found(
+        self, entity: CompiledEntity, actor: Actor, ids: Sequence[str]
+    ) -> Sequence[Sequence[Any]]:
+        """The rows ``ids`` the questions are about: those of the tenant that the entity's
+        read floor admits for ``actor`` (:meth:`Authorities.subject_scope`); any other is
+        "not there" (404 ``NotFound``), whether it exists or not."""
+        scope = await self._data.authorities.subject_scope(entity, actor)
+        if scope is None:
+            return ()
+        by_id = (Condition(ID_COLUMN, "in", tuple(ids)),)
+        return await self._store.find(
+            self._storage, entity.fqn, actor.tenant_id, by_id, len(ids), scope
+        )
+
+
+def _foreseen(action: CompiledAction, row: Mapping[str, Any], actor: Actor) -> Mapping[str, Any]:
+    """The row ``action`` would write from ``row`` without inputs or effect: a transition's
+    target state and stamps; any other action's row as it stands."""
+    transition = action.transition
+    if action.kind != "transition" or transition is None:
+        return row
+    after = dict(row)
+    transition_row(
+        action.entity, transition, {}, lambda k, v, _: after.__setitem__(k, v), actor, now_db()
+    )
+    return after
+
+
+def foreseeable(graph: Graph, action: CompiledAction, data: DataRuntime) -> bool:
+    """See :meth:`Availability.certain`."""
+    effect = action.definition.effect
+    if effect is not None and effect_refusals(graph.effects[effect].handler) != ():
+        return False
+    entity = action.entity
+    if entity.definition.validators:
+        return False
+    requires, invariants = data.requires[action.fqn], data.invariants[entity.fqn]
+    if any(r.uses_inputs for r in (*requires, *invariants)):
+        return False
+    if not invariants:
+        return True
+    read = frozenset(name for r in invariants for name in r.reads)
+    return effect is None and read.isdisjoint(_written_by_inputs(action))
+
+
+def _written_by_inputs(action: CompiledAction) -> tuple[str, ...]:
+    definition = action.definition
+    if isinstance(definition, UpdateAction):
+        return definition.patchable
+    if isinstance(definition, TransitionAction):
+        return stampable_fields(action)
+    return ()
 
 
 def _states(

@@ -7,37 +7,44 @@ one audit record naming the action that caused it; values go through the same co
 HTTP inputs (:func:`host.fieldtypes.coerce_write`) and come back rendered like HTTP rows.
 A write follows the entity's rules (plugin API 1.8): field ownership for the writing plugin
 (:func:`~host.runtime.writerules.ownership_refusal`) and the entity's validators
-(:mod:`host.runtime.validation`), run before its statement; ``run`` hands another action to
-the action runtime (:attr:`DataRuntime.runner`).
+(:mod:`host.runtime.validation`), run before its statement by the write planner
+(:mod:`host.runtime.writes`), whose plan it runs in the action's transaction; ``run`` hands
+another action to the action runtime (:attr:`DataRuntime.runner`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 from host.fieldtypes import coerce_write, now_db
+from host.graph.compat import FIND_CONDITIONS, older_than
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.plugins import PluginInfo
+from host.query.conditions import Clause, ConditionError, column_of, from_value
 from host.query.conditions import Condition as ListCondition
-from host.query.conditions import ConditionError, column_of, from_value
+from host.query.older import VERSION_COLUMN, never_null
+from host.query.spec import ID_COLUMN
 from host.runtime.actor import Actor
+from host.runtime.authority import Authorities
 from host.runtime.history import public_record
+from host.runtime.requirements import Checked, Reader, checked, refusals
+from host.runtime.timers import Arming
 from host.runtime.validation import validate, validators_of
 from host.runtime.writerules import (
-    audit_record,
-    field_changes,
     missing_required,
     ownership_refusal,
     seed_new_row,
     state_mismatch,
     transition_row,
 )
-from host.storage import Statement, Tx, is_transient
+from host.runtime.writes import Announce, Incremented, Staged, audited, close_within, plan, stage
+from host.storage import Closing, NothingMatched, Statement, StatementFailed, Tx, is_transient
 from host.storage.auditlog import row_history
 from host.storage.outbox import Outbox
 from host.storage.store import EntityStore
+from host.storage.store import Runner as Runner_
 from plugin_api.conditions import Condition, Operator
 from plugin_api.data import MAX_RUN_DEPTH, HistoryRecord, Row
 from plugin_api.definitions import FieldType, Transition
@@ -46,7 +53,7 @@ from plugin_api.errors import (
     BadRequest,
     ConcurrencyConflict,
     NotFound,
-    WorkflowStateMismatch,
+    TesseraError,
 )
 
 __all__ = ["ActionData", "DataRuntime", "Runner"]
@@ -95,6 +102,60 @@ class DataRuntime:
         }
         self.validators = validators_of(graph)
         self.runner: Runner | None = None
+        self.timers: Arming | None = None
+        """Timers the writes arm (issue 41; set by the action runtime)."""
+        self.authorities = Authorities(graph)
+        self._older_seen: set[tuple[str, str]] = set()
+        self.requires = {fqn: _compiled(a.entity, a.definition.requires, a.plugin, fqn)
+                         for fqn, a in graph.actions.items()}  # fmt: skip
+        """Each action's declared conditions, compiled (plugin API 1.10)."""
+        self.invariants = {fqn: _compiled(e, e.definition.invariants, e.plugin, fqn)
+                           for fqn, e in graph.entities.items()}  # fmt: skip
+        """Each entity's declared invariants, compiled (plugin API 1.10)."""
+
+    def reader(self, runner: Runner_) -> Reader:
+        """Reads rows by id on ``runner`` (a transaction or the storage), for the
+        references a requirement reads through (:mod:`host.runtime.requirements`)."""
+
+        async def read(
+            entity: str, tenant_id: str, ids: Sequence[str]
+        ) -> Sequence[Mapping[str, Any]]:
+            render = self.store.renderer(entity)
+            by_id = (ListCondition(ID_COLUMN, "in", tuple(ids)),)
+            found = await run_read(self.store.find(runner, entity, tenant_id, by_id, len(ids)))
+            return [dict(zip(render.columns, row, strict=True)) for row in found]
+
+        return read
+
+    async def check_requirements(
+        self,
+        runner: Runner_,
+        entity: CompiledEntity,
+        requirements: Sequence[Checked],
+        row: Mapping[str, Any],
+        actor: Actor,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Raise the refusal of the first of ``requirements`` ``row`` (database values)
+        does not meet (:mod:`host.runtime.requirements`)."""
+        (refusal,) = await refusals(
+            entity, requirements, (row,), actor, self.reader(runner), inputs
+        )
+        if refusal is not None:
+            raise refusal
+
+    def older_used(self, plugin: PluginInfo, declared: str, use: str) -> None:
+        """Log, once per plugin and kind, that a plugin got the older answer of
+        ``ctx.data.find`` (:mod:`host.query.older`)."""
+        if (plugin.name, use) in self._older_seen:
+            return
+        self._older_seen.add((plugin.name, use))
+        rule = FIND_CONDITIONS
+        logger.warning(
+            "%s: ctx.data.find with %s; rule %r (plugin API %s): %s. The plugin requires "
+            "plugin API %s, so it gets the answer of that version. Fix: %s",
+            plugin.describe(), use, rule.name, rule.since, rule.reason, declared, rule.fix,
+        )  # fmt: skip
 
     async def validate(
         self,
@@ -111,7 +172,11 @@ class DataRuntime:
         plugin: PluginInfo | None,
     ) -> None:
         """Run the entity's validators on one write (:mod:`host.runtime.validation`);
-        ``before``, ``changes`` and ``after`` are database values, ``after`` a whole row."""
+        ``before``, ``changes`` and ``after`` are database values, ``after`` a whole row.
+        The entity's declared invariants (plugin API 1.10) are checked first, on ``after``."""
+        invariants = self.invariants[entity.fqn]
+        if invariants:
+            await self.check_requirements(tx, entity, invariants, after, actor)
         validators = self.validators[entity.fqn]
         if not validators:
             return
@@ -224,8 +289,8 @@ class ActionData:
     # -- reads ------------------------------------------------------------------------------
 
     async def get(self, entity: str, id: str) -> Row | None:
-        self._entity(entity)
-        row = await self._read(entity, id)
+        compiled = self._entity(entity)
+        row = await self._read_floored(compiled, id, await self._floor(compiled))
         return None if row is None else self._rt.store.renderer(entity)(row)
 
     async def find(
@@ -240,19 +305,55 @@ class ActionData:
             raise ValueError(f"limit must be an integer from 1 to {MAX_FIND_LIMIT}")
         every = [*conditions, *(Condition(field=k, value=v) for k, v in (where or {}).items())]
         typed: list[ListCondition] = []
+        older = self._older_find()
         for condition in every:
             if not isinstance(condition, Condition):
                 raise ValueError(f"not a Condition: {condition!r}")
-            typed.append(_typed(compiled, condition))
+            one = _typed(compiled, condition, older)
+            if one is not None:
+                typed.append(one)
         if any(c.operator == "in" and not c.values for c in typed):
             return []  # in an empty set: nothing matches
+        scope = await self._floor(compiled)
+        if scope is None:
+            return []
         store = self._rt.store
         rows = await run_read(
-            store.find(self._tx, entity, self._actor.tenant_id, tuple(typed), limit)
+            store.find(self._tx, entity, self._actor.tenant_id, tuple(typed), limit, scope)
         )
         for row in rows:
             self._seen.setdefault((entity, row[0]), store.version_of(entity, row))
         return store.renderer(entity).many(rows)
+
+    async def _floor(self, entity: CompiledEntity) -> tuple[Clause, ...] | None:
+        """The rows of ``entity`` this code may read (plugin API 1.9: the entity's read floor
+        for the acting identity unless the plugin owns it or declares a system read;
+        ``None``: none)."""
+        return await self._rt.authorities.read_scope(self.plugin, entity, self._actor, self._cause)
+
+    async def _read_floored(
+        self, entity: CompiledEntity, id: str, scope: tuple[Clause, ...] | None
+    ) -> Sequence[Any] | None:
+        """The row ``id`` if it exists and ``scope`` (:meth:`_floor`) admits it."""
+        if scope is None or not scope:
+            if not isinstance(id, str):
+                raise ValueError(f"a row id is a string, got {type(id).__name__}")
+            return None if scope is None else await self._read(entity.fqn, id)
+        store, tenant = self._rt.store, self._actor.tenant_id
+        by_id = (ListCondition(ID_COLUMN, "eq", (id,)),)
+        rows = await run_read(store.find(self._tx, entity.fqn, tenant, by_id, 1, scope))
+        if rows:
+            self._seen.setdefault((entity.fqn, id), store.version_of(entity.fqn, rows[0]))
+        return rows[0] if rows else None
+
+    def _older_find(self) -> Callable[[str], None] | None:
+        """For a plugin requiring a plugin API older than 1.6, the reporter of each older
+        condition it uses (:mod:`host.query.older`); ``None`` for any other caller."""
+        plugin = self.plugin
+        declared = None if plugin is None else self._rt.graph.plugin_apis.get(plugin.name)
+        if plugin is None or declared is None or not older_than(declared, FIND_CONDITIONS):
+            return None
+        return lambda use: self._rt.older_used(plugin, declared, use)
 
     async def _read(self, entity: str, id: str) -> Sequence[Any] | None:
         if not isinstance(id, str):
@@ -266,13 +367,16 @@ class ActionData:
     async def history(
         self, entity: str, id: str, *, limit: int = 100, before: int | None = None
     ) -> Sequence[HistoryRecord]:
-        self._entity(entity)
+        compiled = self._entity(entity)
         if type(limit) is not int or not 1 <= limit <= MAX_FIND_LIMIT:
             raise ValueError(f"limit must be an integer from 1 to {MAX_FIND_LIMIT}")
         if before is not None and type(before) is not int:
             raise ValueError("before must be the seq of a history record, or None")
         if not isinstance(id, str):
             raise ValueError(f"a row id is a string, got {type(id).__name__}")
+        scope = await self._floor(compiled)
+        if scope is None or (scope and await self._read_floored(compiled, id, scope) is None):
+            return []  # a row the read floor does not admit has no history for this reader
         store = self._rt.store
         entries = await run_read(
             row_history(
@@ -300,16 +404,10 @@ class ActionData:
         missing = missing_required(compiled, pending)
         if missing:
             raise BadRequest(f"Creating a {entity} requires: {', '.join(map(repr, missing))}")
-        await self._rt.check_references(self._tx, self._actor.tenant_id, compiled, pending)
-        now = now_db()
-        written = self._rt.store.insert(entity, self._actor.tenant_id, pending, now)
-        await self._validate(compiled, "create", None, None, pending, written.values)
-        await run(self._tx, written.statement)
-        self._seen[(entity, written.id)] = written.version
-        rendered = self._render(entity, written.values)
-        outputs = {"id": written.id, **{name: rendered[name] for name in changes}}
-        made = field_changes(self._rt.store.renderer(entity), None, pending, written.version)
-        await self._audit(compiled, written.id, rendered, changes, outputs, now, made)
+        staged = await self._stage(compiled, None, pending, now_db())
+        rendered = self._render(entity, staged.written.values)
+        outputs = {"id": staged.written.id, **{name: rendered[name] for name in changes}}
+        await self._close(staged, rendered, changes, outputs, None)
         return rendered
 
     async def patch(self, entity: str, id: str, values: Mapping[str, Any]) -> Row:
@@ -354,10 +452,11 @@ class ActionData:
         compiled = self._rt.graph.actions.get(action) if isinstance(action, str) else None
         if compiled is not None and self._subject == (compiled.entity.fqn, subject):
             raise ValueError(f"{subject!r} is this action's subject: change it with ctx.set()")
+        actor = self._rt.authorities.nested_actor(self.plugin, self._actor, self._cause, action)
         outputs = await runner(
             self._tx,
             action,
-            self._actor,
+            actor,
             subject,
             dict(inputs or {}),
             depth=self.depth + 1,
@@ -390,14 +489,10 @@ class ActionData:
         now = now_db()
         changes = values
         if transition is not None:
-            state = state_mismatch(entity, transition, current)
-            if state is not None:
-                workflow = entity.workflow
-                assert workflow is not None
-                raise WorkflowStateMismatch(
-                    f"{entity.fqn} {id!r} is '{state}'; the transition applies to "
-                    f"{workflow.state_field} in {', '.join(transition.sources)}"
-                )
+            by = f"Transition '{transition.name}' of {entity.fqn}"
+            refusal = state_mismatch(entity, transition, current, by)
+            if refusal is not None:
+                raise refusal
             changes = {}
             transition_row(
                 entity,
@@ -407,33 +502,66 @@ class ActionData:
                 self._actor,
                 now,
             )
-        await self._rt.check_references(self._tx, self._actor.tenant_id, entity, changes)
-        written = store.update(entity.fqn, self._actor.tenant_id, id, read_version, changes, now)
-        after = {**current, **written.values}
-        kind = "update" if transition is None else "transition"
-        name = None if transition is None else transition.name
-        await self._validate(entity, kind, name, current, changes, after)
-        if not await run(self._tx, written.statement):
-            raise _conflict(entity, id)
-        self._seen[(entity.fqn, id)] = written.version
-        made = field_changes(store.renderer(entity.fqn), current, changes, written.version)
+        staged = await self._stage(entity, current, changes, now, transition)
+        after = staged.after
         rendered = self._render(entity.fqn, after)
         outputs = {name: rendered[name] for name in changes}
-        outputs["_version"] = written.version
-        event_id = await self._audit(entity, id, rendered, given, outputs, now, made)
-        if transition is not None:
-            await self._announce(entity, id, event_id)
+        outputs["_version"] = staged.written.version
+        state = _state_change if transition is not None else None
+        await self._close(staged, rendered, given, outputs, state)
         return rendered
 
-    async def _announce(self, entity: CompiledEntity, id: str, event_id: str) -> None:
-        """The deliveries of a state change's event (its audit record) to the subscribers
-        that follow the entity's states (plugin API 1.8); none in a dry run."""
-        outbox = self._rt.outbox
-        if outbox is None or self.rehearsal:
-            return
-        statement = outbox.state_change(event_id, self._actor.tenant_id, entity.fqn, id)
-        if statement is not None:
-            await run(self._tx, statement)
+    async def _stage(
+        self,
+        entity: CompiledEntity,
+        before: Mapping[str, Any] | None,
+        changes: Mapping[str, Any],
+        now: str,
+        transition: Transition | None = None,
+    ) -> Staged:
+        """The write's checks and statement (:func:`host.runtime.writes.stage`)."""
+        return await stage(
+            self._rt,
+            self._tx,
+            entity,
+            self._actor,
+            before=before,
+            changes=changes,
+            now=now,
+            cause=self._cause,
+            plugin=self.plugin,
+            transition=None if transition is None else transition.name,
+        )
+
+    async def _close(
+        self,
+        staged: Staged,
+        rendered: Mapping[str, Any],
+        given: Mapping[str, Any],
+        outputs: Mapping[str, Any],
+        announce: Announce | None,
+    ) -> None:
+        """Run a staged write's plan (:func:`host.runtime.writes.plan`) in the action's
+        transaction: the row's write (a lost race is a 409), its audit record (``inputs``:
+        the values ``given``, in read shape; none inserted in a dry run), its event's
+        deliveries and its timers."""
+        entity, written = staged.entity, staged.written
+        inputs = {name: rendered[name] for name in given}
+        planned = plan(self._rt, staged, inputs, outputs, announce=announce,
+                       rehearsal=self.rehearsal)  # fmt: skip
+        guarded = staged.before is not None
+        closing = Closing(None, planned.statements(self._rt.store), guarded=guarded)
+        try:
+            await close_within(self._tx, closing, rehearsal=self.rehearsal)
+        except NothingMatched:
+            raise _conflict(entity, written.id) from None
+        except StatementFailed as exc:
+            if is_transient(exc.error):
+                raise ConcurrencyConflict() from exc.error
+            if exc.index != 1:  # the row's write, or a timer's
+                raise exc.error from None
+            raise _audit_failed(entity, written.id, exc.error) from exc.error
+        self._seen[(entity.fqn, written.id)] = written.version
 
     async def increment(self, entity: str, id: str, field: str, by: int = 1) -> Row:
         """Add ``by`` to an integer field in one unguarded statement (plugin API 1.8):
@@ -455,7 +583,7 @@ class ActionData:
             raise ValueError(f"a row id is a string, got {type(id).__name__}")
         self._check_owner(compiled, (field,))
         store, tenant, now = self._rt.store, self._actor.tenant_id, now_db()
-        validated = bool(self._rt.validators[entity])
+        validated = bool(self._rt.validators[entity] or compiled.definition.invariants)
         current = await run_read(store.get(self._tx, entity, tenant, id)) if validated else None
         done = await run_read(store.increment(self._tx, entity, tenant, id, field, by, now))
         if done is None:
@@ -469,13 +597,26 @@ class ActionData:
             after = dict(zip(store.renderer(entity).columns, row, strict=True))
             earlier = dict(zip(store.renderer(entity).columns, current or row, strict=True))
             earlier.update({field: before, "_version": version_before})
-            await self._validate(compiled, "update", None, earlier, {field: after[field]}, after)
+            await self._rt.validate(
+                self._tx,
+                compiled,
+                kind="update",
+                transition=None,
+                before=earlier,
+                changes={field: after[field]},
+                after=after,
+                actor=self._actor,
+                cause=self._cause,
+                plugin=self.plugin,
+            )
         version = store.version_of(entity, row)
         seen = self._seen.get((entity, id), version_before)
         self._seen[(entity, id)] = version if seen == version_before else _STALE
         made = {field: [before, rendered[field]], "_version": [version_before, version]}
         outputs = {field: rendered[field], "_version": version}
-        await self._audit(compiled, id, rendered, {field: by}, outputs, now, made)
+        incremented = Incremented(entity=compiled, actor=self._actor, cause=self._cause, now=now)
+        _, audit = audited(store, incremented, id, {field: by}, outputs, made)
+        await self._audit(compiled, id, audit)
         return rendered
 
     # -- helpers ----------------------------------------------------------------------------
@@ -488,28 +629,6 @@ class ActionData:
         refusal = ownership_refusal(entity, self.plugin, names)
         if refusal is not None:
             raise refusal
-
-    async def _validate(
-        self,
-        entity: CompiledEntity,
-        kind: str,
-        transition: str | None,
-        before: Mapping[str, Any] | None,
-        changes: Mapping[str, Any],
-        after: Mapping[str, Any],
-    ) -> None:
-        await self._rt.validate(
-            self._tx,
-            entity,
-            kind=kind,
-            transition=transition,
-            before=before,
-            changes=changes,
-            after=after,
-            actor=self._actor,
-            cause=self._cause,
-            plugin=self.plugin,
-        )
 
     def _entity(self, fqn: str) -> CompiledEntity:
         entity = self._rt.graph.entities.get(fqn) if isinstance(fqn, str) else None
@@ -536,44 +655,43 @@ class ActionData:
         return render(tuple(values.get(name) for name in render.columns))
 
     async def _audit(
-        self,
-        entity: CompiledEntity,
-        record_id: str,
-        rendered: Mapping[str, Any],
-        given: Mapping[str, Any],
-        outputs: Mapping[str, Any],
-        now: str,
-        changes: Mapping[str, Any],
-    ) -> str:
-        """The audit record of one write (its event id returned): ``action`` names the
-        action that caused it, ``entity`` and ``subject_id`` the row written; ``inputs`` are
-        the values given (in read shape), ``outputs`` what an action would answer."""
-        inputs = {name: rendered[name] for name in given}
-        built = audit_record(
-            self._actor,
-            self._cause,
-            entity.fqn,
-            record_id,
-            inputs,
-            outputs,
-            now,
-            version=changes["_version"][1],
-            changes=changes,
-        )
+        self, entity: CompiledEntity, record_id: str, audit: Statement | Exception
+    ) -> None:
+        """Insert a write's audit record (not in a dry run: its records are built only);
+        one that cannot be built or inserted is a 500 ``AuditEmissionFailed``."""
         if self.rehearsal:
-            return built.event_id
+            return
         try:
-            await run(self._tx, self._rt.store.audit(built))
+            if isinstance(audit, Exception):
+                raise audit
+            await run(self._tx, audit)
         except ConcurrencyConflict:
             raise
         except Exception as exc:
-            logger.error("audit record of %s on %s failed", entity.fqn, record_id, exc_info=exc)
-            raise AuditEmissionFailed() from exc
-        return built.event_id
+            raise _audit_failed(entity, record_id, exc) from exc
+
+
+def _compiled(
+    entity: CompiledEntity, requirements: tuple[Any, ...], plugin: PluginInfo, where: str
+) -> tuple[Checked, ...]:
+    """``requirements`` compiled, or a start-up failure naming the plugin and the mistake."""
+    try:
+        return checked(entity, requirements)
+    except (ValueError, TesseraError) as error:
+        message = getattr(error, "message", None) or str(error)
+        raise ValueError(
+            f"{plugin.describe()}: {where}: a declared requirement: {message}"
+        ) from None
 
 
 def _put(values: dict[str, Any], name: str, value: Any) -> None:
     values[name] = value
+
+
+def _state_change(outbox: Outbox, *event: str) -> Statement | None:
+    """The deliveries of a data-API transition's event to the subscribers that follow the
+    entity's states (plugin API 1.8)."""
+    return outbox.state_change(*event)
 
 
 async def run_read(read: Awaitable[T]) -> T:
@@ -598,17 +716,30 @@ async def run(tx: Tx, statement: Statement) -> Sequence[Sequence[Any]]:
         raise
 
 
+def _audit_failed(entity: CompiledEntity, id: str, error: Exception) -> AuditEmissionFailed:
+    logger.error("audit record of %s on %s failed", entity.fqn, id, exc_info=error)
+    return AuditEmissionFailed()
+
+
 def _conflict(entity: CompiledEntity, id: str) -> ConcurrencyConflict:
     return ConcurrencyConflict(
         f"{entity.fqn} '{id}' was modified concurrently; read it again and retry"
     )
 
 
-def _typed(entity: CompiledEntity, condition: Condition) -> ListCondition:
+def _typed(
+    entity: CompiledEntity, condition: Condition, older: Callable[[str], None] | None
+) -> ListCondition | None:
     """A data-API condition in the one condition language (:mod:`host.query.conditions`);
-    ``eq``/``ne`` ``None`` are ``null`` ``True``/``False``."""
+    ``eq``/``ne`` ``None`` are ``null`` ``True``/``False``. With ``older`` (the caller
+    requires a plugin API older than 1.6), the conditions of that version too (reported
+    through it; ``None``: a condition every row matches)."""
     try:
-        column = column_of(entity, condition.field)
+        if older is not None and condition.field == "_version":
+            older("a condition on '_version'")
+            column = VERSION_COLUMN
+        else:
+            column = column_of(entity, condition.field)
         if column.via is not None:
             raise ConditionError(
                 f"{condition.field!r} follows a reference: ctx.data.find names the fields of "
@@ -617,6 +748,10 @@ def _typed(entity: CompiledEntity, condition: Condition) -> ListCondition:
         operator, value = condition.operator, condition.value
         if value is None and operator in (Operator.EQ, Operator.NE):
             operator, value = Operator.NULL, operator is Operator.EQ
+        never = operator == Operator.NULL and not column.nullable and isinstance(value, bool)
+        if older is not None and never:
+            older(f"null on {condition.field!r}, which is never null")
+            return never_null(column, value is True)
         return from_value(column, operator, value, in_max=MAX_FIND_LIMIT)
     except ConditionError as error:
         raise ValueError(str(error)) from None

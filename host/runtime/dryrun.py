@@ -48,10 +48,12 @@ class DryRun:
     audit: Mapping[str, Any]
     subscribers: Mapping[str, str] = field(default_factory=dict)
     """Each transactional subscriber run: ``delivered`` or ``failed: <reason>``."""
+    timers: Mapping[str, Any] = field(default_factory=dict)
+    """What the write would schedule: ``arm`` and ``cancel`` (docs/timers.md)."""
 
-    def body(self) -> dict[str, Any]:
-        """The answer's JSON object."""
-        return {
+    def body(self, *, timers: bool = False) -> dict[str, Any]:
+        """The answer's JSON object; ``timers`` (ViewSchema 1.5.0): with ``timers``."""
+        body = {
             "ok": True,
             "dryRun": True,
             "outputs": self.outputs,
@@ -59,6 +61,9 @@ class DryRun:
             "audit": self.audit,
             "subscribers": self.subscribers,
         }
+        if timers:
+            body["timers"] = {"arm": [], "cancel": [], **self.timers}
+        return body
 
 
 def subscribers_of(graph: Graph, action: CompiledAction) -> list[Subscriber]:

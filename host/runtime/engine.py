@@ -11,8 +11,9 @@ the typed data API, :mod:`host.runtime.data`, one per read and two per write), a
 reference value written one existence check.
 
 Rows are read and written through the entity store (:mod:`host.storage.store`), with the
-write rules the data API follows too (:mod:`host.runtime.writerules`). The row's write and its
-audit record are not run here: the unit of work returns them as its
+write rules the data API follows too (:mod:`host.runtime.writerules`), and the write is
+planned by the one write planner (:mod:`host.runtime.writes`). The row's write and its
+audit record are not run here: the unit of work returns the plan as its
 :class:`~host.storage.Closing` (:meth:`EntityStore.closing`), and the storage runs them and
 commits (one round trip on SQLite; the audit record and the deliveries as one statement on
 PostgreSQL). The request body is read by the HTTP layer (:mod:`host.http.bodies`).
@@ -20,6 +21,7 @@ PostgreSQL). The request body is read by the HTTP layer (:mod:`host.http.bodies`
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 from collections.abc import Callable, Mapping
@@ -28,6 +30,7 @@ from typing import Any
 from host.fieldtypes import coerce_write, now_db
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.graph.rules import stampable_fields
+from host.graph.steps import Step
 from host.runtime.actor import Actor
 from host.runtime.availability import Availability
 from host.runtime.context import InvocationContext
@@ -35,13 +38,9 @@ from host.runtime.data import DataRuntime
 from host.runtime.dryrun import DryRun, dry_run_answer, refuse_unsafe, run_subscribers
 from host.runtime.gate import policy_refusals, role_refusal, state_refusal
 from host.runtime.rollback import rolled_back
-from host.runtime.writerules import (
-    audit_record,
-    field_changes,
-    missing_required,
-    seed_new_row,
-    transition_row,
-)
+from host.runtime.timers import Arming, scheduled
+from host.runtime.writerules import missing_required, seed_new_row, transition_row
+from host.runtime.writes import Announce, close_within, plan, stage
 from host.storage import (
     Closing,
     NothingMatched,
@@ -55,7 +54,6 @@ from host.storage import (
 )
 from host.storage.outbox import Outbox
 from host.storage.store import AuditRecord, EntityStore, Written
-from host.systemfields import new_ulid
 from plugin_api.definitions import (
     CreateAction,
     TransitionAction,
@@ -84,7 +82,7 @@ class _Attempt:
     """What a failed unit of work is reported with: the row it wrote (the subject's id, or
     the id given to a created row) and the value that did not render, if one did not."""
 
-    __slots__ = ("audit", "record_id", "record_index", "unrenderable", "written")
+    __slots__ = ("audit", "before", "record_id", "record_index", "unrenderable", "written")
 
     def __init__(self, subject_id: str | None) -> None:
         self.record_id = subject_id or ""
@@ -95,6 +93,8 @@ class _Attempt:
         """The row's write (what a dry run reports)."""
         self.audit: AuditRecord | None = None
         """The audit record (what a dry run reports)."""
+        self.before: dict[str, Any] | None = None
+        """The subject's row as read (database values; a dry run's timers)."""
 
 
 # -- inputs (pure, before any database work) ---------------------------------------------------
@@ -157,6 +157,8 @@ class ActionRuntime:
         self._store = store or EntityStore(graph, schema, storage.dialect)
         self._data = data or DataRuntime(graph, self._store, outbox)
         self._data.runner = self.run_nested
+        self.timers = self._data.timers = Arming(graph, storage.dialect)
+        """The timers a write arms and cancels (issue 41, :mod:`host.runtime.timers`)."""
         self.availability = Availability(graph, storage, schema, self._store, self._data)
         """Which actions an actor may run on which rows (:mod:`host.runtime.availability`)."""
 
@@ -247,6 +249,7 @@ class ActionRuntime:
         values = validate_inputs(action, inputs)
         attempt = _Attempt(subject_id)
         delivered: dict[str, str] = {}
+        schedule: dict[str, list[dict[str, Any]]] = {}
 
         async def rehearse(tx: Tx) -> Outputs:
             closing = await self._run(
@@ -255,18 +258,22 @@ class ActionRuntime:
             # The row's write runs (its constraints and its guard apply); the audit record
             # is built but not inserted: its table's ``seq`` is a database sequence, which
             # a rollback does not give back.
-            write, *rest = closing.statements
-            if isinstance(write, Exception):
-                raise StatementFailed(0, write)
-            (rows,) = await tx.batch((write,))
-            if closing.guarded and not rows:
-                raise NothingMatched()
-            for index, step in enumerate(rest, start=1):
-                if isinstance(step, Exception):
-                    raise StatementFailed(index, step)
+            await close_within(tx, closing, rehearsal=True)
             assert attempt.audit is not None
             delivered.update(
                 await run_subscribers(self._graph, self._data, tx, action, attempt.audit)
+            )
+            assert attempt.written is not None
+            schedule.update(
+                await scheduled(
+                    self.timers,
+                    tx,
+                    action.entity,
+                    actor.tenant_id,
+                    attempt.before,
+                    attempt.written,
+                    attempt.audit.at,
+                )
             )
             return closing.result
 
@@ -277,7 +284,8 @@ class ActionRuntime:
             raise failure from failure.__cause__
         assert attempt.written is not None and attempt.audit is not None
         written, audit = attempt.written, attempt.audit
-        return dry_run_answer(self._store, action, outputs, written, audit, delivered)
+        answer = dry_run_answer(self._store, action, outputs, written, audit, delivered)
+        return dataclasses.replace(answer, timers=schedule)
 
     async def _run(
         self,
@@ -302,10 +310,10 @@ class ActionRuntime:
         row: dict[str, Any] | None = None
         subject: dict[str, Any] | None = None
         if subject_id is not None:
-            found = await store.get(tx, entity.fqn, actor.tenant_id, subject_id)
+            found = await self._data.authorities.subject_row(store, tx, entity, actor, subject_id)
             if found is None:
                 raise NotFound(f"No {entity.fqn} with id '{subject_id}' in this tenant")
-            row = dict(zip(render.columns, found, strict=True))
+            row = attempt.before = dict(zip(render.columns, found, strict=True))
             subject = render(found)
         ctx = InvocationContext(
             action=action,
@@ -317,8 +325,11 @@ class ActionRuntime:
             schema=self._schema,
             data=self._data.bind(tx, action, actor, subject_id, rehearsal=rehearsal, depth=depth),
         )
-        await self._check_policies(action, ctx)
-        await self._data.check_references(tx, actor.tenant_id, entity, values)
+        steps = action.steps  # the chain's steps, as the compiler found them
+        if Step.POLICIES in steps:
+            await self._check_policies(action, ctx)
+        if Step.REFERENCES in steps:
+            await self._data.check_references(tx, actor.tenant_id, entity, values)
         now = now_db()
         definition = action.definition
         if isinstance(definition, CreateAction):
@@ -338,57 +349,50 @@ class ActionRuntime:
         else:
             for name, value in values.items():
                 ctx.write(name, value, True)
-        await self._run_effect(action, ctx)
-        # References written by defaults, stamps or the effect (the inputs are checked above).
-        unchecked = {k: v for k, v in ctx.pending.items() if k not in values or values[k] != v}
-        await self._data.check_references(tx, actor.tenant_id, entity, unchecked)
-
-        if subject_id is None:
-            written = store.insert(entity.fqn, actor.tenant_id, ctx.pending, now)
-            attempt.record_id = written.id
-        else:
-            assert row is not None
-            written = store.update(
-                entity.fqn, actor.tenant_id, subject_id, row["_version"], ctx.pending, now
+        if Step.CONDITIONS in steps:  # the row before the action (a create: as seeded)
+            await self._data.check_requirements(
+                tx, entity, self._data.requires[action.fqn], row or ctx.pending, actor, inputs
             )
-        record_id = written.id
-        attempt.written = written
-        if self._data.validators[entity.fqn]:
-            await self._validate(tx, action, actor, ctx, row, written)
+        if Step.EFFECT in steps:
+            await self._run_effect(action, ctx)
+        staged = await stage(
+            self._data,
+            tx,
+            entity,
+            actor,
+            before=row,
+            changes=ctx.pending,
+            now=now,
+            cause=action.fqn,
+            plugin=action.plugin,
+            transition=None if action.transition is None else action.transition.name,
+            checked=values,  # the inputs' references are checked above
+        )
+        written = attempt.written = staged.written
+        attempt.record_id = written.id
         # The row, then its audit record. A value that does not render, or an audit record
         # that cannot be built, fails in the audit record's place: after the row's write,
         # so that a lost race is still reported first.
         try:
-            outputs = self._outputs(action, ctx, record_id, written.version)
+            outputs = self._outputs(action, ctx, written.id, written.version)
         except Exception as exc:
             attempt.unrenderable = exc
             return Closing({}, (written.statement, exc), guarded=subject_id is not None)
-        event_id = new_ulid()
-        audit: Statement | Exception
-        try:
-            changes = field_changes(render, row, ctx.pending, written.version)
-            attempt.audit = audit_record(
-                actor,
-                action.fqn,
-                entity.fqn,
-                record_id,
-                inputs,
-                outputs,
-                now,
-                event_id,
-                version=written.version,
-                changes=changes,
-            )
-            audit = store.audit(attempt.audit)
-        except Exception as exc:
-            audit = exc
-        deliveries = None
-        if self._outbox is not None and not rehearsal:
-            deliveries = self._outbox.statement(
-                action.fqn, event_id, actor.tenant_id, entity.fqn, record_id
-            )
-        statements = store.closing(written.statement, audit, deliveries)
-        return Closing(outputs, statements, guarded=subject_id is not None)
+        planned = plan(
+            self._data,
+            staged,
+            inputs,
+            outputs,
+            announce=self._announce(action),
+            rehearsal=rehearsal,
+        )
+        attempt.audit = planned.record
+        return Closing(outputs, planned.statements(store), guarded=subject_id is not None)
+
+    @staticmethod
+    def _announce(action: CompiledAction) -> Announce:
+        """The deliveries of ``action``'s event to the subscribers that want it."""
+        return lambda outbox, *event: outbox.statement(action.fqn, *event)
 
     async def run_nested(
         self,
@@ -416,7 +420,7 @@ class ActionRuntime:
             tx, action, actor, subject_id, attempt, inputs, values, rehearsal=rehearsal, depth=depth
         )
         try:
-            await _close_within(tx, closing, rehearsal)
+            await close_within(tx, closing, rehearsal=rehearsal)
         except (NothingMatched, StatementFailed) as exc:
             if isinstance(exc, StatementFailed) and is_transient(exc.error):
                 raise ConcurrencyConflict() from exc.error
@@ -430,29 +434,6 @@ class ActionRuntime:
         (refusal,) = await policy_refusals(self._graph, action, (ctx,))
         if refusal is not None:
             raise refusal
-
-    async def _validate(
-        self,
-        tx: Tx,
-        action: CompiledAction,
-        actor: Actor,
-        ctx: InvocationContext,
-        row: dict[str, Any] | None,
-        written: Written,
-    ) -> None:
-        """The entity's validators on the action's own row, as assembled."""
-        await self._data.validate(
-            tx,
-            action.entity,
-            kind=action.kind,
-            transition=None if action.transition is None else action.transition.name,
-            before=row,
-            changes=ctx.pending,
-            after=written.values if row is None else {**row, **written.values},
-            actor=actor,
-            cause=action.fqn,
-            plugin=action.plugin,
-        )
 
     async def _run_effect(self, action: CompiledAction, ctx: InvocationContext) -> None:
         name = action.definition.effect
@@ -483,27 +464,6 @@ class ActionRuntime:
         if action.kind != "create":
             outputs["_version"] = version
         return outputs
-
-
-async def _close_within(tx: Tx, closing: Closing[Outputs], rehearsal: bool) -> None:
-    """Run what a nested action ends with inside the caller's transaction: its row's write
-    (guarded), then its audit record and event deliveries (a ``rehearsal``: none, but an
-    audit record that could not be built still fails).
-
-    :raises NothingMatched: the guarded write matched no row.
-    :raises StatementFailed: naming the statement's index in ``closing``.
-    """
-    write, *rest = closing.statements
-    (rows,) = await tx.batch((write,))
-    if closing.guarded and not rows:
-        raise NothingMatched()
-    steps = [step for step in rest if not rehearsal or isinstance(step, Exception)]
-    if not steps:
-        return
-    try:
-        await tx.batch(steps[:1] if rehearsal else steps)
-    except StatementFailed as exc:
-        raise StatementFailed(exc.index + 1, exc.error) from exc.error
 
 
 def _failure(

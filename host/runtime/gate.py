@@ -19,7 +19,7 @@ from host.graph.model import CompiledAction, Graph
 from host.runtime.actor import Actor
 from host.runtime.writerules import state_mismatch
 from plugin_api.context import ActionContext
-from plugin_api.errors import InternalError, PolicyDenied, TesseraError, WorkflowStateMismatch
+from plugin_api.errors import InternalError, PolicyDenied, TesseraError
 from plugin_api.policies import BatchPolicy
 
 __all__ = ["policy_refusals", "role_refusal", "state_refusal"]
@@ -46,13 +46,7 @@ def state_refusal(action: CompiledAction, row: Mapping[str, Any]) -> Refusal:
     entity = action.entity
     if action.kind != "transition" or transition is None or entity.workflow is None:
         return None
-    current = state_mismatch(entity, transition, row)
-    if current is None:
-        return None
-    return WorkflowStateMismatch(
-        f"Action '{action.fqn}' applies to {entity.workflow.state_field} in "
-        f"{', '.join(transition.sources)}; the subject is '{current}'"
-    )
+    return state_mismatch(entity, transition, row, f"Action '{action.fqn}'")
 
 
 async def policy_refusals(

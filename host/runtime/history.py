@@ -23,15 +23,17 @@ _CROCKFORD = frozenset("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 
 def history_item(entry: AuditEntry, shown: Collection[str]) -> dict[str, Any]:
     """One record as the history route shows it: only the changed fields in ``shown`` (the
-    projection's fields); ``changes`` is null on records written before it was kept."""
+    projection's fields, a value that did not change never: a create lists no ``null ->
+    null``); ``changes`` is null on records written before it was kept. A nested action's
+    record names the chain that ran it under ``via`` (only there)."""
     changes: dict[str, Any] | None = None
     if entry.changes is not None:
         changes = {
             name: {"before": pair[0], "after": pair[1]}
             for name, pair in entry.changes.items()
-            if name in shown and name != "_version"
+            if name in shown and name != "_version" and pair[0] != pair[1]
         }
-    return {
+    item: dict[str, Any] = {
         "eventId": entry.id,
         "action": entry.action,
         "actor": {"id": entry.actor_id, "roles": list(entry.roles)},
@@ -40,6 +42,9 @@ def history_item(entry: AuditEntry, shown: Collection[str]) -> dict[str, Any]:
         "versionAfter": entry.version,
         "changes": changes,
     }
+    if entry.via:
+        item["via"] = [dict(hop) for hop in entry.via]
+    return item
 
 
 def public_record(entry: AuditEntry) -> HistoryRecord:
@@ -47,7 +52,9 @@ def public_record(entry: AuditEntry) -> HistoryRecord:
     changes = None
     if entry.changes is not None:
         changes = {
-            name: (pair[0], pair[1]) for name, pair in entry.changes.items() if name != "_version"
+            name: (pair[0], pair[1])
+            for name, pair in entry.changes.items()
+            if name != "_version" and pair[0] != pair[1]
         }
     return HistoryRecord(
         seq=entry.seq,

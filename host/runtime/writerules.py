@@ -7,7 +7,7 @@ transition or update action, or a plugin through the data API (:mod:`host.runtim
 * a transition applies only to a row in one of its source states; it writes the values
   given, the target state and its stamps;
 * every write leaves an audit record naming the actor and the action that caused it
-  (:func:`audit_record`);
+  (built by the write planner, :mod:`host.runtime.writes`);
 * a field another plugin owns (``Field.written_by``, plugin API 1.8) is not written
   (:func:`ownership_refusal`), nor one only effects write from a request's inputs.
 
@@ -28,14 +28,12 @@ from host.plugins import PluginInfo
 from host.runtime.actor import Actor
 from host.runtime.stamps import stamp_value
 from host.storage.rows import RowRenderer
-from host.storage.store import AuditRecord
-from host.systemfields import SYSTEM, new_ulid
+from host.systemfields import SYSTEM
 from plugin_api.definitions import Stamp, Transition
-from plugin_api.errors import OwnershipDenied
+from plugin_api.errors import OwnershipDenied, WorkflowStateMismatch
 
 __all__ = [
     "Write",
-    "audit_record",
     "field_changes",
     "missing_required",
     "ownership_refusal",
@@ -105,13 +103,20 @@ def missing_required(entity: CompiledEntity, values: Mapping[str, Any]) -> list[
 
 
 def state_mismatch(
-    entity: CompiledEntity, transition: Transition, row: Mapping[str, Any]
-) -> str | None:
-    """The row's state when ``transition`` does not apply to it (``None`` when it does)."""
+    entity: CompiledEntity, transition: Transition, row: Mapping[str, Any], by: str
+) -> WorkflowStateMismatch | None:
+    """409 ``WorkflowStateMismatch`` when ``transition`` does not apply to ``row``
+    (database values): the one message of the workflow gate, for an action (``by``:
+    ``Action '<fqn>'``) and a data-API transition alike; ``None`` when it applies."""
     workflow = entity.workflow
     assert workflow is not None
     current = row[workflow.state_field]
-    return None if current in transition.sources else str(current)
+    if current in transition.sources:
+        return None
+    return WorkflowStateMismatch(
+        f"{by} applies to {workflow.state_field} in {', '.join(transition.sources)}; "
+        f"the subject is '{current}'"
+    )
 
 
 def transition_row(
@@ -147,40 +152,8 @@ def field_changes(
         if name in SYSTEM:
             continue
         old = None if before is None else before.get(name)
-        if before is not None and old == value:
-            continue
+        if old == value:
+            continue  # unchanged (a new row's null: nothing to tell)
         changes[name] = [None if old is None else renderers[name](old), renderers[name](value)]
     changes["_version"] = [None if before is None else before.get("_version"), version]
     return changes
-
-
-def audit_record(
-    actor: Actor,
-    cause: str,
-    entity: str,
-    subject_id: str,
-    inputs: Mapping[str, Any],
-    outputs: Mapping[str, Any],
-    now: str,
-    event_id: str | None = None,
-    *,
-    version: str | None = None,
-    changes: Mapping[str, Any] | None = None,
-) -> AuditRecord:
-    """The audit record of ``actor``'s write of row ``subject_id`` of ``entity``, caused by
-    the action ``cause`` (a new event id unless ``event_id`` is given); ``version`` and
-    ``changes`` (:func:`field_changes`) make the row's history (docs/history.md)."""
-    return AuditRecord(
-        event_id=event_id or new_ulid(),
-        tenant_id=actor.tenant_id,
-        actor_id=actor.actor_id,
-        roles=actor.roles,
-        action=cause,
-        entity=entity,
-        subject_id=subject_id,
-        inputs=inputs,
-        outputs=outputs,
-        at=now,
-        version=version,
-        changes=changes,
-    )

@@ -29,16 +29,16 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
-import httpx
 import sqlalchemy as sa
 from sqlalchemy.schema import CreateTable
 
 from host.config import Settings
-from host.errors import StartupError
-from host.fieldtypes import DATETIME_TEXT_LENGTH, ULID_LENGTH, now_db
+from host.fieldtypes import DATETIME_TEXT_LENGTH, ULID_LENGTH, format_datetime, now_db
+from host.storage.auditfiles import audit_files
 from host.storage.auditlog import STORED, AuditLog, Position
 from host.storage.database import Storage, Tx
 from host.storage.dialects import Dialect
@@ -50,6 +50,7 @@ __all__ = [
     "Finding",
     "Sealer",
     "checkpoint_key",
+    "configured_checkpoints",
     "create_chain_tables",
     "prune",
     "read_checkpoints",
@@ -69,6 +70,8 @@ SEAL_LOCK_KEY: Final = 0x7E55A17  # PostgreSQL advisory lock: one sealer at a ti
 BATCH: Final = 500
 """Records sealed per transaction."""
 _HASHED: Final = tuple(name for name in STORED if name not in ("xact", "seq"))
+_ADDED_LATER: Final = frozenset({"via"})
+"""Columns hashed only when set, so that records sealed before they existed still verify."""
 
 _metadata = sa.MetaData()
 seals_table: Final = sa.Table(
@@ -105,7 +108,11 @@ def record_hash(previous: str, stored: Sequence[Any]) -> str:
     ``previous``."""
     content = dict(zip(STORED, stored, strict=True))
     canonical = json.dumps(
-        {name: content[name] for name in _HASHED},
+        {
+            name: content[name]
+            for name in _HASHED
+            if content[name] is not None or name not in _ADDED_LATER
+        },
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -186,6 +193,8 @@ def append_checkpoints(path: Path, key: bytes, checkpoints: Iterable[Checkpoint]
 async def post_checkpoints(url: str, key: bytes, checkpoints: Iterable[Checkpoint]) -> None:
     """POST each signed checkpoint to ``url`` (a JSON object; a failure is logged: the next
     round's checkpoint covers the same records and more)."""
+    import httpx  # only where checkpoints are posted: the CLI starts without it
+
     async with httpx.AsyncClient(timeout=10.0) as client:
         for checkpoint in checkpoints:
             try:
@@ -348,6 +357,15 @@ class Finding:
     message: str
     n: int | None = None
     record: str | None = None
+    unsealed: int = 0
+    """Records after the last seal (never counted as verified)."""
+    late: bool = False
+    """Whether one of them is older than the sealing interval (then ``ok`` is false)."""
+
+    @property
+    def verdict(self) -> str:
+        """``ok``, ``UNSEALED`` (records left unsealed too long) or ``DIFFERS``."""
+        return "ok" if self.ok else "UNSEALED" if self.late else "DIFFERS"
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -357,6 +375,7 @@ class Finding:
             "message": self.message,
             "n": self.n,
             "record": self.record,
+            "unsealed": self.unsealed,
         }
 
 
@@ -378,10 +397,14 @@ async def verify(
     schema: Schema,
     tenant: str,
     checkpoints: Sequence[Checkpoint] = (),
+    *,
+    interval: float = 0.0,
 ) -> Finding:
     """Recompute ``tenant``'s chain from its stored records and compare it with the seals
     and the ``checkpoints`` (of any tenant; this one's are used); the first difference is
-    named. Reads a bounded number of records at a time."""
+    named. Records after the last seal are counted, never verified: one written more than
+    ``interval`` seconds (the sealing interval; 0: sealing is off) ago fails the tenant.
+    Reads a bounded number of records at a time."""
     sql = _Statements(storage.dialect, schema.audit.name)
     log = AuditLog(storage, schema)
     horizon = await log.horizon()
@@ -404,6 +427,7 @@ async def verify(
         lambda row: int(row[0]),
     )
     n, previous = start.n, start.hash
+    unsealed: Sequence[Any] | None = None
     pending_seal: Sequence[Any] | None = await anext(seals, None)
     async for row in records:
         n += 1
@@ -420,7 +444,9 @@ async def verify(
                     n,
                     record_id,
                 )
-            break  # the records after the last seal: not yet sealed, nothing to compare
+            n -= 1
+            unsealed = row  # the records after the last seal: nothing to compare
+            break
         pending_seal = await anext(seals, None)
         if int(seal[0]) != n:
             return Finding(
@@ -471,7 +497,47 @@ async def verify(
             )
     if n < last_mark:
         return Finding(tenant, False, n, f"records #{n + 1} to #{last_mark} were removed", n + 1)
-    return Finding(tenant, True, n - start.n, f"{n - start.n} records verified up to #{n}")
+    verified = f"{n - start.n} records verified up to #{n}"
+    if unsealed is None:
+        return Finding(tenant, True, n - start.n, verified)
+    return await _unsealed(tenant, n - start.n, n + 1, verified, unsealed, records, interval)
+
+
+_WRITTEN: Final = STORED.index("created_at")
+
+
+async def _unsealed(
+    tenant: str,
+    checked: int,
+    n: int,
+    verified: str,
+    first: Sequence[Any],
+    rest: AsyncIterator[Sequence[Any]],
+    interval: float,
+) -> Finding:
+    """The finding of a tenant whose newest records (``first`` and ``rest``) are not sealed:
+    ok while every one of them is younger than the sealing ``interval``; ``n``: the number
+    of ``first`` in the chain."""
+    count, oldest = 1, str(first[_WRITTEN])
+    async for row in rest:
+        count += 1
+        oldest = min(oldest, str(row[_WRITTEN]))
+    due = format_datetime(datetime.now(timezone.utc) - timedelta(seconds=interval))
+    if oldest >= due and interval > 0:
+        return Finding(
+            tenant, True, checked, f"{verified}; {count} newer not sealed yet", unsealed=count
+        )
+    return Finding(
+        tenant,
+        False,
+        checked,
+        f"{verified}; {count} not sealed, the oldest written at {oldest} "
+        f"(sealing interval {interval:g} s): unverified",
+        n,
+        str(first[2]),
+        unsealed=count,
+        late=True,
+    )
 
 
 # -- retention ----------------------------------------------------------------------------------
@@ -543,32 +609,42 @@ async def prune(
 
 
 def checkpoint_key(settings: Settings) -> bytes:
-    """The checkpoints' signing key (``TESSERA_AUDIT_KEY_FILE``; empty when unset).
+    """The checkpoints' signing key (``TESSERA_AUDIT_KEY_FILE`` or the default beside the
+    data, :mod:`host.storage.auditfiles`; empty when there is none).
 
-    :raises StartupError: the file cannot be read or is empty.
+    :raises StartupError: a named key file cannot be read or is empty.
     """
-    if not settings.audit_key_file:
-        return b""
-    try:
-        key = Path(settings.audit_key_file).read_bytes().strip()
-    except OSError as exc:
-        raise StartupError(f"TESSERA_AUDIT_KEY_FILE: cannot read the key: {exc}") from None
-    if not key:
-        raise StartupError("TESSERA_AUDIT_KEY_FILE: the key file is empty")
-    return key
+    return audit_files(settings).read_key()
+
+
+def configured_checkpoints(settings: Settings, given: Path | None = None) -> list[Checkpoint]:
+    """The checkpoints of ``given`` (a file the operator names; it must exist) or of the
+    settings' checkpoint file (none while it does not exist yet).
+
+    :raises CheckpointError: a line does not parse or is not signed with the key.
+    """
+    files = audit_files(settings)
+    path = given or files.checkpoints
+    if path is None or (given is None and not path.exists()):
+        return []
+    return read_checkpoints(path, files.read_key())
 
 
 def sealer_of(storage: Storage, schema: Schema, settings: Settings) -> Sealer:
-    """The sealer the settings describe (checkpoints written only with a file and a key)."""
-    path = Path(settings.audit_checkpoints) if settings.audit_checkpoints else None
-    key = checkpoint_key(settings)
-    return Sealer(storage, schema, checkpoints=path, url=settings.audit_checkpoint_url, key=key)
+    """The sealer the settings describe (checkpoints written only with a file and a key; a
+    default key is made if missing)."""
+    files = audit_files(settings)
+    key = files.read_key(create=files.checkpoints is not None)
+    return Sealer(
+        storage, schema, checkpoints=files.checkpoints, url=settings.audit_checkpoint_url, key=key
+    )
 
 
 async def seal_forever(sealer: Sealer, interval: float) -> None:
-    """Seal a round every ``interval`` seconds until cancelled; a failed round is logged
-    and the next one tries again."""
+    """Seal a round every ``interval`` seconds, the first one ``interval`` after the start,
+    until cancelled; a failed round is logged and the next one tries again."""
     while True:
+        await asyncio.sleep(interval)
         try:
             made = await sealer.seal_all()
         except asyncio.CancelledError:
@@ -583,4 +659,3 @@ async def seal_forever(sealer: Sealer, interval: float) -> None:
                     checkpoint.count,
                     extra={"event": "audit_sealed", "tenant": checkpoint.tenant},
                 )
-        await asyncio.sleep(interval)

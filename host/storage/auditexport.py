@@ -36,6 +36,7 @@ COLUMNS: Final = (
     "inputs",
     "outputs",
     "graphHash",
+    "via",
 )
 
 
@@ -55,6 +56,7 @@ def _record(entry: AuditEntry) -> dict[str, Any]:
         "inputs": entry.inputs,
         "outputs": entry.outputs,
         "graphHash": entry.graph_hash,
+        "via": list(entry.via) or None,
     }
 
 

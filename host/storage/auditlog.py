@@ -40,7 +40,15 @@ from host.storage.evolution import read_columns
 from host.storage.schema import Schema
 from host.storage.store import Runner
 
-__all__ = ["STORED", "AuditEntry", "AuditLog", "Position", "add_audit_columns", "row_history"]
+__all__ = [
+    "STORED",
+    "AuditEntry",
+    "AuditLog",
+    "Position",
+    "add_audit_columns",
+    "missing_audit_columns",
+    "row_history",
+]
 
 STORED: Final = (  # the columns every read selects, in this order
     "xact",
@@ -58,12 +66,14 @@ STORED: Final = (  # the columns every read selects, in this order
     "created_at",
     "version",
     "changes",
+    "via",
 )
 
 
 @dataclass(frozen=True, order=True, slots=True)
 class Position:
-    """Where a record sits in a tenant's walk of the log: (transaction id, ``seq``)."""
+    """Where a record sits in a tenant's walk of the log: (transaction id, ``seq``), each at
+    most :data:`MAX_DIGITS` digits as text."""
 
     xact: int
     seq: int
@@ -80,9 +90,13 @@ class Position:
         xact, _, seq = text.partition(".")
         if not (xact.isascii() and xact.isdigit() and seq.isascii() and seq.isdigit()):
             raise ValueError(f"not an audit log position: {text!r}")
+        if max(len(xact), len(seq)) > MAX_DIGITS:  # none is that long (nor a 64-bit integer)
+            raise ValueError(f"not an audit log position: {text[:40]!r}")
         return cls(int(xact), int(seq))
 
 
+MAX_DIGITS: Final = 18
+"""The most digits of a position's part as text (below 2**62, :data:`_BEYOND`)."""
 START: Final = Position(-1, -1)
 """Before the first record."""
 _BEYOND: Final = 2**62
@@ -111,6 +125,8 @@ class AuditEntry:
     then taken from ``outputs`` where an update action reported it)."""
     changes: Mapping[str, Any] | None
     """``{field: [before, after]}`` (``None`` on records written before issue 26)."""
+    via: tuple[Mapping[str, str], ...] = ()
+    """The chain of a nested action's record: ``{"action", "plugin"}`` outermost first."""
 
     @property
     def seq(self) -> int:
@@ -144,6 +160,7 @@ class AuditEntry:
             at=values["created_at"],
             version=version,
             changes=None if changes is None else json.loads(changes),
+            via=tuple(json.loads(values["via"])) if values["via"] else (),
         )
 
 
@@ -231,14 +248,23 @@ class AuditLog:
         )
 
 
-async def add_audit_columns(tx: Tx, dialect: EvolutionDialect, schema: Schema) -> list[str]:
-    """Add the audit table's columns an older database lacks (all nullable or defaulted);
-    returns their names. Nothing when the table does not exist yet (it is created whole)."""
+async def missing_audit_columns(
+    tx: Tx, dialect: EvolutionDialect, schema: Schema
+) -> list[sa.Column[Any]]:
+    """The audit table's columns an older database lacks (none when the table does not exist
+    yet: it is created whole)."""
     table = schema.audit
     present = (await read_columns(tx, dialect)).get(table.name)
     if not present:
         return []
-    added = [column for column in table.columns if column.name not in present]
+    return [column for column in table.columns if column.name not in present]
+
+
+async def add_audit_columns(tx: Tx, dialect: EvolutionDialect, schema: Schema) -> list[str]:
+    """Add the audit table's columns an older database lacks (all nullable or defaulted);
+    returns their names. Nothing when the table does not exist yet (it is created whole)."""
+    table = schema.audit
+    added = await missing_audit_columns(tx, dialect, schema)
     for column in added:
         spec = CreateColumn(column).compile(dialect=dialect.dialect)
         await tx.execute(sa.text(f"ALTER TABLE {dialect.sql.quote(table.name)} ADD COLUMN {spec}"))

@@ -40,6 +40,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 from host.config import Settings
 from host.logs import request_id_var
 from host.storage.dialects import POSTGRESQL, SQLITE, Dialect
+from host.storage.groupcommit import SAVEPOINT, BatchLost, GroupCommit
 from host.storage.pool import FairPool
 from host.storage.schema import Schema
 from host.storage.sql import Sql
@@ -63,6 +64,8 @@ logger = logging.getLogger("tessera.storage")
 
 SQLITE_READERS = 2
 SCHEMA_LOCK_KEY = 0x7E55E2A  # PostgreSQL advisory lock serialising schema preparation
+CLOSE_WAIT_S: Final = 2.0
+"""How long a shutdown waits for the pool to close gracefully before closing it at once."""
 
 
 def _warn_open_transaction(role: str) -> None:
@@ -140,11 +143,22 @@ class Storage:
         await self._db.connect()
 
     async def disconnect(self, timeout: float = 10.0) -> None:
-        """Wait for units of work in flight, then close every connection."""
+        """Wait for units of work in flight, then close every connection, gracefully for at
+        most :data:`CLOSE_WAIT_S`, then at once: asyncpg's ``Pool.close()`` waits without
+        limit for every connection it handed out to come back, and a connection the server
+        terminated while it was checked out (a database dropped under a running timer loop)
+        was seen never to come back."""
         if self._inflight:
             await asyncio.wait(set(self._inflight), timeout=timeout)
         await self._close_connections()
-        await self._db.disconnect()
+        try:
+            # On cancellation (the timeout) asyncpg's Pool.close() terminates the pool.
+            await asyncio.wait_for(self._db.disconnect(), CLOSE_WAIT_S)
+        except asyncio.TimeoutError:
+            logger.warning(
+                "storage: connections still checked out after %s s at shutdown; closed at once",
+                CLOSE_WAIT_S,
+            )
 
     async def _close_connections(self) -> None:
         """Close the connections this storage holds open itself (none by default)."""
@@ -314,14 +328,17 @@ async def _switch_to_wal(conn: Connection, timeout_s: float) -> None:
 
 class SQLiteStorage(Storage):
     """One database file: one long-lived writer connection per process, serialised by an
-    asyncio lock, every unit of work in ``BEGIN IMMEDIATE``; a few long-lived reader
-    connections (WAL) for reads."""
+    asyncio lock, every unit of work in ``BEGIN IMMEDIATE`` or, when units wait for the
+    writer, in a savepoint of a transaction they share (:mod:`host.storage.groupcommit`); a
+    few long-lived reader connections (WAL) for reads."""
 
     dialect = SQLITE
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self._write_lock = asyncio.Lock()
+        self.group = GroupCommit(settings.sqlite_group_commit)
+        """The group commit of this process's units of work (:mod:`host.storage.groupcommit`)."""
         self._writer: Connection | None = None
         self._readers: FairPool[Connection] = FairPool()
         self._reader_list: list[Connection] = []
@@ -362,19 +379,103 @@ class SQLiteStorage(Storage):
     async def _run_unit(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
         assert self._writer is not None, "storage is not connected"
         conn = self._writer
-        async with self._write_lock:
-            await self._ensure_idle(conn, "writer")
-            # BEGIN IMMEDIATE goes with the first statement (see ``Tx``) and the COMMIT with
-            # the closing statements: a create is one round trip to the thread.
-            tx = Tx(conn, sqlite=True, begin="BEGIN IMMEDIATE")
+        group = self.group
+        group.waiting += 1
+        try:
+            await self._write_lock.acquire()
+        except BaseException:
+            group.waiting -= 1
+            if group.open and not group.waiting:
+                # Cancelled while waiting (only at shutdown): the unit that held the batch
+                # open for this one must still be committed.
+                orphan = asyncio.ensure_future(self._end_orphaned_batch())
+                self._inflight.add(orphan)
+                orphan.add_done_callback(self._forget)
+            raise
+        group.waiting -= 1
+        failure: BaseException | None = None
+        settled: asyncio.Future[None] | None = None
+        try:
+            joined = group.open
+            if not joined:
+                await self._ensure_idle(conn, "writer")
+            # BEGIN IMMEDIATE (or the savepoint of a unit joining a batch) goes with the first
+            # statement (see ``Tx``) and the COMMIT with the closing statements: a create is
+            # one round trip to the thread.
+            tx = Tx(
+                conn,
+                sqlite=True,
+                begin="BEGIN IMMEDIATE",
+                savepoint=SAVEPOINT if joined else None,
+            )
             try:
                 closing = await work(tx)
-                await tx.close(closing)
-            except BaseException:
-                if tx.open:
+                hold = group.hold()
+                await tx.close(closing, commit=not hold)
+            except BaseException as exc:
+                await self._undo(conn, tx, joined, exc)
+                if not group.open:
+                    raise
+                # The batch goes on: the failure too is answered after its commit, so that
+                # what the caller reads next (a concurrent duplicate's stored answer) is
+                # committed, as it would be without batching.
+                failure, settled = exc, group.join()
+            else:
+                if not conn.raw_connection.in_transaction:
+                    group.committed()
+                    return closing.result
+                settled = group.join()
+                if not (hold and group.waiting):
+                    # It wrote nothing and did not commit, or the unit it waited for was
+                    # cancelled meanwhile (only at shutdown): commit the batch now.
+                    await self._end_batch(conn)
+        finally:
+            self._write_lock.release()
+        assert settled is not None
+        if failure is not None:
+            with contextlib.suppress(BatchLost):
+                await settled
+            raise failure
+        await settled  # a later unit of the batch commits (or loses) it
+        return closing.result
+
+    async def _undo(self, conn: Connection, tx: Tx, joined: bool, error: BaseException) -> None:
+        """Roll back the unit of work that failed (its savepoint when it joined a batch),
+        then end the batch if no unit comes to end it."""
+        if tx.open:
+            if joined:
+                try:
+                    await Tx(conn, sqlite=True).batch(
+                        ((f"ROLLBACK TO {SAVEPOINT}", ()), (f"RELEASE {SAVEPOINT}", ()))
+                    )
+                except Exception:
+                    # The savepoint is gone (released before a failed COMMIT, or the whole
+                    # transaction ended with the error): the batch cannot be kept.
                     await self._rollback(conn)
-                raise
-            return closing.result
+            else:
+                await self._rollback(conn)
+        if not self.group.open:
+            return
+        if not conn.raw_connection.in_transaction:
+            self.group.lost(error)
+        elif not self.group.hold():
+            await self._end_batch(conn)
+
+    async def _end_orphaned_batch(self) -> None:
+        """Commit a batch held open for a unit that never came."""
+        async with self._write_lock:
+            if self.group.open and self._writer is not None:
+                await self._end_batch(self._writer)
+
+    async def _end_batch(self, conn: Connection) -> None:
+        """Commit the open batch for the units waiting for it (one hop of its own)."""
+        try:
+            await Tx(conn, sqlite=True).rows("COMMIT")
+        except Exception as exc:
+            await self._rollback(conn)
+            self.group.lost(exc)
+        else:
+            self.group.committed()
 
     @staticmethod
     async def _rollback(conn: Connection) -> None:

@@ -34,6 +34,7 @@ from host.storage.database import Tx
 from host.storage.dialect import IDENTIFIER_MAX_LENGTH, EvolutionDialect
 from host.storage.history import GRAPH_TABLE, latest_record
 from host.storage.indexes import index_changes
+from host.storage.names import ASIDE_PREFIX, primary_key
 from host.storage.plan import (
     Backfill,
     Change,
@@ -46,6 +47,7 @@ from host.storage.plan import (
     table_clause,
 )
 from host.storage.progress import NO_PROGRESS, Progress
+from host.storage.renames import name_changes
 from host.storage.schema import Schema, reference_index_name
 from host.storage.searchplan import search_changes
 from host.storage.tenantkeys import key_changes
@@ -63,7 +65,6 @@ SCAN_PAGE: Final = 500
 SAMPLES: Final = 5
 """Unconvertible rows, or rows breaking a declared rule, named in a report (the count is
 always exact)."""
-ASIDE_PREFIX: Final = "_removed_"
 ASIDE_STAMP_DIGITS: Final = 12
 """Hex digits of the target graph hash in a moved-aside name."""
 
@@ -174,11 +175,17 @@ class _Differ:
             operations=(Statement(sql.replace(":", "\\:")),),
         )
 
-    async def removed_entity(self, fqn: str, table: str) -> Change:
+    async def removed_entity(self, fqn: str, table: str, old: Mapping[str, Any]) -> Change:
         counts = await _Counter(table).run(self.tx)
         aside = aside_name(table, self.stamp, list(self.columns))
         self.moved_aside[aside] = table
-        sql = self.dialect.rename_table(table, aside)
+        # The table's objects named after it go (its reference indexes) or take its new name
+        # (its primary key): the name may be an entity's table again (host/storage/names.py).
+        sql = [
+            self.dialect.rename_table(table, aside),
+            *self._references_dropped(table, old),
+            *self._primary_key_renamed(table, aside),
+        ]
         return Change(
             kind="entity-removed",
             change_class=BREAKING if counts["rows"] else ADDITIVE,
@@ -186,22 +193,39 @@ class _Differ:
             detail="no installed plugin declares it",
             affected_rows=counts["rows"],
             outcome=f"table {table} kept, renamed {aside}",
-            sql=(sql,),
-            operations=(Statement(sql),),
+            sql=tuple(sql),
+            operations=tuple(Statement(statement) for statement in sql),
         )
+
+    def _references_dropped(self, table: str, old: Mapping[str, Any]) -> list[str]:
+        """Drop the reference indexes of ``table`` (``old``: its entity's recorded
+        definition)."""
+        return [
+            f"DROP INDEX IF EXISTS {self.dialect.quote(reference_index_name(table, item['name']))}"
+            for item in old.get("fields", ())
+            if item.get("type") == "reference"
+        ]
+
+    def _primary_key_renamed(self, table: str, new: str) -> list[str]:
+        """PostgreSQL: the primary key of ``table``, renamed ``new``, named after it (SQLite's
+        keys are not named objects)."""
+        if self.dialect.sql.embedded:
+            return []
+        old_key, new_key = (self.dialect.quote(primary_key(name)) for name in (table, new))
+        return [f"ALTER TABLE {self.dialect.quote(new)} RENAME CONSTRAINT {old_key} TO {new_key}"]
 
     def renamed_entity(
         self, old_fqn: str, old: Mapping[str, Any], entity: CompiledEntity
     ) -> Change:
         source = table_name(old_fqn)
         table = entity.table_name
-        sql = [self.dialect.rename_table(source, table)]
         # A reference index keeps its name when its table is renamed: drop it, the schema
         # creates it under the new name.
-        for item in old.get("fields", ()):
-            if item.get("type") == "reference":
-                index = reference_index_name(source, item["name"])
-                sql.append(f"DROP INDEX IF EXISTS {self.dialect.quote(index)}")
+        sql = [
+            self.dialect.rename_table(source, table),
+            *self._references_dropped(source, old),
+            *self._primary_key_renamed(source, table),
+        ]
         return Change(
             kind="entity-renamed",
             change_class=ADDITIVE,
@@ -269,7 +293,8 @@ class _Differ:
         ]
         for name in old_fields:
             if name not in new_fields and name not in renamed.values():
-                pending.append(self._removed_field(entity, name, counter))
+                reference = old_fields[name].get("type") == "reference"
+                pending.append(self._removed_field(entity, name, counter, reference))
         workflow_states = {
             w["state_field"] for w in (new_attrs.get("workflow"), (old or {}).get("workflow")) if w
         }
@@ -333,12 +358,17 @@ class _Differ:
         sql.append(self._update_sql(backfill))
         return True
 
-    def _removed_field(self, entity: CompiledEntity, name: str, counter: _Counter) -> Pending:
+    def _removed_field(
+        self, entity: CompiledEntity, name: str, counter: _Counter, reference: bool
+    ) -> Pending:
         key = counter.nonnull(name) if name in self.columns[self._source(entity)] else None
 
         async def build(counts: Counts) -> Change:
             aside = self._aside(entity, name)
-            sql = self.dialect.rename_column(entity.table_name, name, aside)
+            sql = [self.dialect.rename_column(entity.table_name, name, aside)]
+            if reference:  # a column kept aside needs no index (host/storage/renames.py)
+                index = reference_index_name(self._source(entity), name)
+                sql.append(f"DROP INDEX IF EXISTS {self.dialect.quote(index)}")
             return Change(
                 kind="field-removed",
                 change_class=BREAKING,
@@ -346,8 +376,8 @@ class _Differ:
                 detail="rows holding a value" if key else "no column",
                 affected_rows=counts[key] if key else 0,
                 outcome=f"column kept, renamed {aside}" if key else "nothing to do",
-                sql=(sql,) if key else (),
-                operations=(Statement(sql),) if key else (),
+                sql=tuple(sql) if key else (),
+                operations=tuple(Statement(s) for s in sql) if key else (),
             )
 
         return build
@@ -785,15 +815,17 @@ async def build_plan(
             changes=tuple(changes),
         )
 
+    # First: the rest of the plan names generated objects as the host does now.
+    names = await name_changes(tx, dialect)
     keys = await key_changes(tx, dialect, schema)
     if record is not None and record.graph_hash == graph.hash:
         # A database prepared by a host without the text index of search gets it all the same.
-        return plan((*keys, *await search_changes(tx, dialect, graph, columns)))
+        return plan((*names, *keys, *await search_changes(tx, dialect, graph, columns)))
     old_document: Mapping[str, Any] = json.loads(record.canonical) if record else {}
     old_defs = _definitions(old_document)
     differ = _Differ(tx, dialect, graph, schema, columns, graph.hash[:ASIDE_STAMP_DIGITS], progress)
     renamed = _renamed_entities(graph, old_defs, columns)
-    changes: list[Change] = []
+    changes: list[Change] = list(names)
     for fqn in sorted(graph.entities):
         entity = graph.entities[fqn]
         old = old_defs.get(("entity", fqn))
@@ -810,7 +842,8 @@ async def build_plan(
         if kind != "entity" or fqn in graph.entities or fqn in renamed.values():
             continue
         if table_name(fqn) in columns:
-            changes.append(await differ.removed_entity(fqn, table_name(fqn)))
+            old_attrs = old_defs[(kind, fqn)]["attributes"]
+            changes.append(await differ.removed_entity(fqn, table_name(fqn), old_attrs))
     changes.extend(await index_changes(tx, dialect, graph))
     changes.extend(keys)
     rewritten = {

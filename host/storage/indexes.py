@@ -4,14 +4,20 @@ For every field a list projection declares sortable, or filterable with a compar
 operator, the entity table gets an index on (``tenant_id``, the field's sort expression,
 ``id``) (:func:`host.storage.listsql.index_ddl`): the filter or sort of one tenant seeks it,
 and the keyset of a deep page starts where the previous page ended. The schema evolution
-diffs the indexes the graph wants against the ``tx_`` indexes the database has (read from
-its catalog) and plans each difference as an additive change (``index-added``,
+diffs the indexes the graph wants against the list indexes the database has (read from its
+catalog) and plans each difference as an additive change (``index-added``,
 ``index-removed``), applied at startup like any other.
+
+An index is named ``<table>___<fields>___lst_<digest>`` (:mod:`host.storage.names`). A
+database prepared by an earlier release has its list indexes as ``tx_<table>__<fields>_<digest>``:
+such an index keeps its name (no rebuild) and stands for the index of the same table and
+expressions; it never collides with another object, since its digest is part of its name.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -19,26 +25,21 @@ import sqlalchemy as sa
 
 from host.graph.model import Graph
 from host.query.spec import Column
+from host.storage.catalog import read_indexes
 from host.storage.database import Tx
-from host.storage.dialect import IDENTIFIER_MAX_LENGTH, EvolutionDialect
+from host.storage.dialect import EvolutionDialect
 from host.storage.dialects import Dialect
 from host.storage.listsql import index_ddl, sort_expression
+from host.storage.names import MARK, MAX_IDENTIFIER, generated, list_kind
 from host.storage.plan import Change, ChangeClass, Statement
 from host.storage.textlimits import index_groups, indexed_text_limits
 
-__all__ = ["INDEX_PREFIX", "index_changes", "wanted_indexes"]
+__all__ = ["LEGACY_PREFIX", "index_changes", "wanted_indexes"]
 
-INDEX_PREFIX: Final = "tx_"
-_CATALOG: Final[Mapping[str, str]] = {
-    "sqlite": (
-        "SELECT tbl_name AS table_name, name AS index_name FROM sqlite_master "
-        "WHERE type = 'index' AND substr(name, 1, 3) = 'tx_'"
-    ),
-    "postgresql": (
-        "SELECT tablename AS table_name, indexname AS index_name FROM pg_indexes "
-        "WHERE schemaname = current_schema() AND substr(indexname, 1, 3) = 'tx_'"
-    ),
-}
+LEGACY_PREFIX: Final = "tx_"
+"""How an earlier release began the name of a list index."""
+_LIST_INDEX: Final = re.compile(rf"(?:{MARK}lst_[0-9a-f]{{8}}|^{LEGACY_PREFIX}.*_[0-9a-f]{{8}})\Z")
+"""The name of a list index, current or earlier (not the key of a table named ``tx_...``)."""
 _BYTES: Final[Mapping[str, str]] = {
     "sqlite": "length(CAST({} AS BLOB))",
     "postgresql": "octet_length({})",
@@ -47,12 +48,21 @@ _BYTES: Final[Mapping[str, str]] = {
 SAMPLES: Final = 5
 
 
-def _name(dialect: Dialect, table: str, columns: Sequence[Column]) -> str:
+def _digest(dialect: Dialect, columns: Sequence[Column]) -> str:
     # The digest of the expressions renames the index when one changes (new enum options).
     text = "\x00".join(sort_expression(dialect, column) for column in columns)
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    base = f"{INDEX_PREFIX}{table}__{'__'.join(column.name for column in columns)}"
-    return f"{base[: IDENTIFIER_MAX_LENGTH - 9]}_{digest}"
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _name(dialect: Dialect, table: str, columns: Sequence[Column]) -> str:
+    fields = [column.name for column in columns]
+    return generated(table, list_kind(_digest(dialect, columns)), fields)
+
+
+def _legacy_name(dialect: Dialect, table: str, columns: Sequence[Column]) -> str:
+    """The name an earlier release gave the index."""
+    base = f"{LEGACY_PREFIX}{table}__{'__'.join(column.name for column in columns)}"
+    return f"{base[: MAX_IDENTIFIER - 9]}_{_digest(dialect, columns)}"
 
 
 def wanted_indexes(graph: Graph, dialect: Dialect) -> dict[tuple[str, str], tuple[str, str]]:
@@ -65,15 +75,28 @@ def wanted_indexes(graph: Graph, dialect: Dialect) -> dict[tuple[str, str], tupl
     return wanted
 
 
+async def _existing(tx: Tx, dialect: EvolutionDialect, graph: Graph) -> dict[tuple[str, str], str]:
+    """(table, name) -> the name in the database, of every list index of the database: an
+    earlier release's index of an index the graph wants under the name it has now."""
+    current = {
+        (table, _legacy_name(dialect.sql, table, group)): (table, _name(dialect.sql, table, group))
+        for _, table, group in index_groups(graph)
+    }
+    return {
+        current.get((index.table, index.name), (index.table, index.name)): index.name
+        for index in await read_indexes(tx, dialect.sql)
+        if not index.unique and _LIST_INDEX.search(index.name)
+    }
+
+
 async def index_changes(tx: Tx, dialect: EvolutionDialect, graph: Graph) -> list[Change]:
-    """``index-added`` and ``index-removed`` changes (additive) from the database's ``tx_``
+    """``index-added`` and ``index-removed`` changes (additive) from the database's list
     indexes to those ``graph`` wants."""
-    rows = await tx.fetch_all(sa.text(_CATALOG[dialect.name]))
-    existing = {(str(row["table_name"]), str(row["index_name"])) for row in rows}
+    existing = await _existing(tx, dialect, graph)
     wanted = wanted_indexes(graph, dialect.sql)
     changes: list[Change] = []
-    for table, name in sorted(existing - wanted.keys()):
-        sql = f"DROP INDEX IF EXISTS {dialect.quote(name)}"
+    for table, name in sorted(existing.keys() - wanted.keys()):
+        sql = f"DROP INDEX IF EXISTS {dialect.quote(existing[(table, name)])}"
         changes.append(
             Change(
                 kind="index-removed",

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from host import jsonio
 from host.fieldtypes import now_db, render
 from host.graph.model import CompiledEntity, Graph
 from host.storage.dialects import Dialect
 from host.storage.plan import Convert, MapValues
 from host.storage.schema import Schema
+from host.storage.store import AuditRecord, audit_values
 from host.storage.tx import Tx
 from host.systemfields import new_ulid
 
@@ -135,25 +135,21 @@ class MigratedRows:
             version = new_ulid()
             versions.append((version, tenant, row_id))
             value = after(old, new)
-            changes = {field: [before(old), value], "_version": [old_version, version]}
-            outputs = {field: value, "_version": version}
-            records.extend(
-                (
-                    new_ulid(),
-                    tenant,
-                    SYSTEM_ACTOR,
-                    "[]",
-                    action,
-                    entity.fqn,
-                    row_id,
-                    "{}",
-                    jsonio.dumps(outputs).decode(),
-                    graph_hash,
-                    now,
-                    version,
-                    jsonio.dumps(changes).decode(),
-                )
+            record = AuditRecord(
+                event_id=new_ulid(),
+                tenant_id=tenant,
+                actor_id=SYSTEM_ACTOR,
+                roles=frozenset(),
+                action=action,
+                entity=entity.fqn,
+                subject_id=row_id,
+                inputs={},
+                outputs={field: value, "_version": version},
+                at=now,
+                version=version,
+                changes={field: [before(old), value], "_version": [old_version, version]},
             )
+            records.extend(audit_values(record, graph_hash))
         await self._tx.rows(self._audit_insert(len(rows)), records)
         await self._versions(table, versions)
         self.rows += len(rows)

@@ -19,7 +19,7 @@ from typing import Any, Final
 from host.graph.model import CompiledProjection, Graph
 from host.query.conditions import Clause, Condition
 from host.query.cursor import CursorCodec, KeysetValue
-from host.query.params import SCHEMA_1_0, SCHEMA_1_4, ListQuery, at_least, plain_query
+from host.query.params import ListQuery, plain_query
 from host.query.spec import ID_COLUMN, Column, Facet, ListSpec, entity_column, list_spec
 from host.storage.database import Storage
 from host.storage.listsql import count_list, select_list
@@ -40,7 +40,7 @@ __all__ = [
 
 Rows = list[dict[str, Any]]
 DISPLAY_KEY: Final = "_display"
-"""The key of a row's display texts at ViewSchema 1.4.0 (reference field -> text)."""
+"""The key of a row's display texts (reference field -> text)."""
 
 
 def projection_columns(projection: CompiledProjection) -> tuple[str, ...]:
@@ -77,7 +77,8 @@ def displays(projection: CompiledProjection) -> dict[str, str]:
 
 class ProjectionList:
     """A projection's list: its spec, table, selected columns and renderer; the columns
-    ``displayed`` add the display texts of its references (ViewSchema 1.4.0, ``_display``)."""
+    ``displayed`` add the display texts of its references (``_display``, read when a query
+    asks for them: :attr:`ListQuery.displays`)."""
 
     __slots__ = (
         "columns",
@@ -104,10 +105,10 @@ class ProjectionList:
         self.render = RowRenderer(projection.entity, shown)
         self.table = table
 
-    def many(self, rows: Sequence[Sequence[Any]], version: str) -> Rows:
-        """Rows rendered; at ViewSchema 1.4.0 with their ``_display`` texts."""
+    def many(self, rows: Sequence[Sequence[Any]], displays: bool) -> Rows:
+        """Rows rendered; with their ``_display`` texts if ``displays`` (they were read)."""
         items = self.render.many(rows)
-        if self.displays and at_least(version, SCHEMA_1_4):
+        if self.displays and displays:
             at = {ref: self.positions[name] for ref, name in self.displays.items()}
             for item, row in zip(items, rows, strict=True):
                 item[DISPLAY_KEY] = {ref: row[i] for ref, i in at.items()}
@@ -151,7 +152,7 @@ class ProjectionReads:
         after: Sequence[KeysetValue] | None,
         limit: int,
     ) -> Sequence[Sequence[Any]]:
-        shown = read.displayed if at_least(query.version, SCHEMA_1_4) else read.columns
+        shown = read.displayed if query.displays else read.columns
         sql, params = select_list(
             self._storage.dialect,
             read.table,
@@ -183,10 +184,10 @@ class ProjectionReads:
         query = await self._planned(read, query)
         rows = await self._rows(read, query, tenant, query.after, page_size + 1)
         if len(rows) <= page_size:
-            return read.many(rows, query.version), None
+            return read.many(rows, query.displays), None
         rows = rows[:page_size]
         cursor = self.cursors.encode(query.binding, self._keyset(read, query, rows[-1]))
-        return read.many(rows, query.version), cursor
+        return read.many(rows, query.displays), cursor
 
     async def counts(
         self, projection: CompiledProjection, tenant: str, query: ListQuery, limit: int
@@ -246,15 +247,17 @@ class ProjectionReads:
         tenant: str,
         subject: str,
         scope: tuple[Clause, ...],
-        version: str = SCHEMA_1_0,
+        *,
+        displays: bool = False,
     ) -> dict[str, Any] | None:
         """The row ``subject`` of the tenant if it matches ``scope``, else ``None`` (a row
-        out of scope reads exactly like an unknown one), as ViewSchema ``version`` shows it."""
+        out of scope reads exactly like an unknown one); ``displays``: with its display
+        texts."""
         read = self._reads[projection.fqn]
         by_id = (Condition(ID_COLUMN, "eq", (subject,)),)
-        query = plain_query(scope, conditions=by_id, version=version)
+        query = plain_query(scope, conditions=by_id, displays=displays)
         rows = await self._rows(read, query, tenant, None, 1)
-        return read.many(rows, version)[0] if rows else None
+        return read.many(rows, displays)[0] if rows else None
 
     async def every_row(
         self, projection: CompiledProjection, tenant: str, query: ListQuery, chunk_size: int
@@ -267,9 +270,9 @@ class ProjectionReads:
         query = await self._planned(read, query)
         rows = await self._rows(read, query, tenant, query.after, chunk_size + 1)
         if len(rows) <= chunk_size:
-            return ListRead(read.many(rows, query.version), None)
+            return ListRead(read.many(rows, query.displays), None)
         after = self._keyset(read, query, rows[chunk_size - 1])
-        first = read.many(rows[:chunk_size], query.version)
+        first = read.many(rows[:chunk_size], query.displays)
         return ListRead(first, self._rest(read, query, tenant, after, chunk_size))
 
     async def _rest(
@@ -285,7 +288,7 @@ class ProjectionReads:
             rows = await self._rows(read, query, tenant, after, chunk_size + 1)
             if not rows:
                 return
-            yield read.many(rows[:chunk_size], query.version)
+            yield read.many(rows[:chunk_size], query.displays)
             if len(rows) <= chunk_size:
                 return
             after = self._keyset(read, query, rows[chunk_size - 1])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -13,6 +12,8 @@ from host.fieldtypes import DATETIME_TEXT_LENGTH as DATETIME_LENGTH
 from host.fieldtypes import ULID_LENGTH, column_type
 from host.graph.model import CompiledEntity, Graph
 from host.storage.dialects import Dialect
+from host.storage.names import primary_key, reference_index
+from host.storage.timers import timers_table
 from host.systemfields import SYSTEM, TABLE_KEY
 from plugin_api.definitions import FieldType
 
@@ -20,7 +21,6 @@ AUDIT_TABLE = "tessera_audit"
 SEQUENCE_TABLE = "tessera_sequences"
 IDEMPOTENCY_TABLE = "tessera_idempotency"
 DELIVERIES_TABLE = "tessera_deliveries"
-MAX_IDENTIFIER = 63
 AUDIT_ID_KEY = "uq_tessera_audit_id"
 DELIVERIES_EVENT_KEY = "uq_tessera_deliveries_event"
 REFERENCE_TABLES = frozenset({"tessera_graph", "tessera_secrets"})
@@ -33,8 +33,7 @@ def _entity_table(metadata: sa.MetaData, entity: CompiledEntity) -> sa.Table:
     # lookups are both served by it, with no second index. Its columns come first.
     system = [*TABLE_KEY, *(name for name in SYSTEM if name not in TABLE_KEY)]
     columns: list[sa.Column[object]] = [
-        sa.Column(name, SYSTEM[name].column_type(), primary_key=name in TABLE_KEY, nullable=False)
-        for name in system
+        sa.Column(name, SYSTEM[name].column_type(), nullable=False) for name in system
     ]
     columns.extend(
         sa.Column(field.name, column_type(field), nullable=True) for field in entity.fields.values()
@@ -45,15 +44,15 @@ def _entity_table(metadata: sa.MetaData, entity: CompiledEntity) -> sa.Table:
         for field in entity.fields.values()
         if field.type is FieldType.REFERENCE
     ]
-    return sa.Table(entity.table_name, metadata, *columns, *indexes, sqlite_with_rowid=False)
+    # Named, not left to PostgreSQL (``<table>_pkey``: the name of the table of an entity
+    # ``<fqn>_pkey``); host/storage/names.py.
+    key = sa.PrimaryKeyConstraint(*TABLE_KEY, name=primary_key(entity.table_name))
+    return sa.Table(entity.table_name, metadata, *columns, key, *indexes, sqlite_with_rowid=False)
 
 
 def reference_index_name(table: str, column: str) -> str:
-    """``ix_<table>_<column>``, or a digest of it when longer than PostgreSQL's 63 bytes."""
-    name = f"ix_{table}_{column}"
-    if len(name) <= MAX_IDENTIFIER:
-        return name
-    return f"ix_{table[:30]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+    """The index of reference field ``column`` of ``table`` (host/storage/names.py)."""
+    return reference_index(table, column)
 
 
 def _order_key(dialect: Dialect) -> sa.Column[int]:
@@ -104,6 +103,9 @@ def _audit_table(metadata: sa.MetaData, dialect: Dialect) -> sa.Table:
         sa.Column("xact", sa.BigInteger, nullable=False, server_default="0"),
         sa.Column("version", sa.String(ULID_LENGTH), nullable=True),
         sa.Column("changes", sa.Text, nullable=True),
+        # Added by issue 39: the chain of a nested action's record (JSON list of
+        # {"action", "plugin"}, outermost first; null for any other record).
+        sa.Column("via", sa.Text, nullable=True),
         sa.Index("ix_tessera_audit_subject", "tenant_id", "entity", "subject_id"),
         sa.Index("ix_tessera_audit_row_history", "tenant_id", "entity", "subject_id", "seq"),
         sa.Index("ix_tessera_audit_position", "tenant_id", "xact", "seq"),
@@ -201,6 +203,7 @@ def build_schema(graph: Graph, dialect: Dialect) -> Schema:
     ``tenant_id`` includes it (on SQLite, but for the rowid ``seq``)."""
     metadata = sa.MetaData()
     entities = {fqn: _entity_table(metadata, entity) for fqn, entity in graph.entities.items()}
+    timers_table(metadata)  # issue 41: the armed timers (host/storage/timers.py)
     return Schema(
         metadata=metadata,
         entities=MappingProxyType(entities),

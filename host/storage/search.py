@@ -30,7 +30,9 @@ from host.errors import StartupError
 from host.graph.model import Graph
 from host.query.folding import search_fold
 from host.query.spec import Column, list_spec
+from host.storage import names
 from host.storage.dialects import Dialect
+from host.storage.names import FTS_TRIGGERS, MAX_IDENTIFIER, generated
 
 __all__ = [
     "KEY_COLUMN",
@@ -40,6 +42,7 @@ __all__ = [
     "fts_table",
     "indexed_source",
     "is_frequent",
+    "key_index",
     "refold_page",
     "search_condition",
     "searched_fields",
@@ -52,10 +55,8 @@ __all__ = [
 SHADOW_PREFIX: Final = "_fold_"
 KEY_COLUMN: Final = "_search_key"
 """SQLite only: the integer key of a row in its FTS5 tables."""
-INDEX_PREFIX: Final = "ts_"
 TRIGRAM: Final = 3
 """The shortest search text the trigram indexes serve (in characters, once folded)."""
-_MAX_NAME: Final = 63
 
 
 class SearchUnavailable(StartupError):
@@ -64,10 +65,10 @@ class SearchUnavailable(StartupError):
 
 
 def _bounded(name: str) -> str:
-    if len(name) <= _MAX_NAME:
+    if len(name) <= MAX_IDENTIFIER:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{name[: _MAX_NAME - 9]}_{digest}"
+    return f"{name[: MAX_IDENTIFIER - 9]}_{digest}"
 
 
 def shadow_column(field: str) -> str:
@@ -75,19 +76,26 @@ def shadow_column(field: str) -> str:
     return _bounded(SHADOW_PREFIX + field)
 
 
+def _indexed(field: str) -> str:
+    """What the names of ``field``'s index objects say of it: its shadow column without the
+    prefix (the field itself unless its name is long). A shadow column read from the catalog
+    gives the same names as the field: ``shadow_column(_indexed(f)) == shadow_column(f)``."""
+    return shadow_column(field)[len(SHADOW_PREFIX) :]
+
+
 def trigram_index(table: str, field: str) -> str:
     """PostgreSQL: the GIN index of ``field``'s shadow column."""
-    return _bounded(f"{INDEX_PREFIX}{table}__{field}")
+    return generated(table, names.TRIGRAM, (_indexed(field),))
 
 
 def fts_table(table: str, field: str) -> str:
     """SQLite: the FTS5 table indexing ``field``'s shadow column."""
-    return _bounded(f"{INDEX_PREFIX}{table}__{field}")
+    return generated(table, names.FTS, (_indexed(field),))
 
 
 def key_index(table: str) -> str:
     """SQLite: the unique index of a table's ``_search_key``."""
-    return _bounded(f"{INDEX_PREFIX}{table}__key")
+    return generated(table, names.SEARCH_KEY)
 
 
 @lru_cache(maxsize=1)
@@ -225,6 +233,20 @@ def frequency_probe(
 def sqlite_index_sql(dialect: Dialect, table: str, field: str) -> list[str]:
     """The FTS5 table of ``field``'s shadow column, its triggers, and its first fill. Only
     rows holding a value are indexed (a null is never found, and costs a write nothing)."""
+    q = dialect.quote
+    shadow, key, qt = q(shadow_column(field)), q(KEY_COLUMN), q(table)
+    qf = q(fts_table(table, field))
+    return [
+        f"CREATE VIRTUAL TABLE {qf} USING fts5({shadow}, content={qt}, "
+        f"content_rowid={key}, tokenize='trigram case_sensitive 1')",
+        *sqlite_trigger_sql(dialect, table, field),
+        f"INSERT INTO {qf}(rowid, {shadow}) SELECT {key}, {shadow} FROM {qt} "
+        f"WHERE {shadow} IS NOT NULL",
+    ]
+
+
+def sqlite_trigger_sql(dialect: Dialect, table: str, field: str) -> list[str]:
+    """The triggers keeping the FTS5 table of ``field`` in step with ``table``."""
     fts = fts_table(table, field)
     q = dialect.quote
     shadow, key, qt, qf = q(shadow_column(field)), q(KEY_COLUMN), q(table), q(fts)
@@ -236,25 +258,23 @@ def sqlite_index_sql(dialect: Dialect, table: str, field: str) -> list[str]:
         f"INSERT INTO {qf}({qf}, rowid, {shadow}) SELECT 'delete', old.{key}, old.{shadow} "
         f"WHERE old.{shadow} IS NOT NULL;"
     )
+    ai, ad, au = (q(fts + suffix) for suffix in FTS_TRIGGERS)
     return [
-        f"CREATE VIRTUAL TABLE {qf} USING fts5({shadow}, content={qt}, "
-        f"content_rowid={key}, tokenize='trigram case_sensitive 1')",
-        f"CREATE TRIGGER {q(fts + '_ai')} AFTER INSERT ON {qt} BEGIN {add} END",
-        f"CREATE TRIGGER {q(fts + '_ad')} AFTER DELETE ON {qt} BEGIN {drop} END",
-        f"CREATE TRIGGER {q(fts + '_au')} AFTER UPDATE OF {shadow} ON {qt} BEGIN {drop} {add} END",
-        f"INSERT INTO {qf}(rowid, {shadow}) SELECT {key}, {shadow} FROM {qt} "
-        f"WHERE {shadow} IS NOT NULL",
+        f"CREATE TRIGGER {ai} AFTER INSERT ON {qt} BEGIN {add} END",
+        f"CREATE TRIGGER {ad} AFTER DELETE ON {qt} BEGIN {drop} END",
+        f"CREATE TRIGGER {au} AFTER UPDATE OF {shadow} ON {qt} BEGIN {drop} {add} END",
     ]
+
+
+def sqlite_trigger_drops(dialect: Dialect, fts: str) -> list[str]:
+    """Drop the triggers of the FTS5 table named ``fts`` (whatever named it)."""
+    return [f"DROP TRIGGER IF EXISTS {dialect.quote(fts + suffix)}" for suffix in FTS_TRIGGERS]
 
 
 def sqlite_drop_sql(dialect: Dialect, table: str, field: str) -> list[str]:
     """Drop the FTS5 table of ``field`` and its triggers."""
     fts = fts_table(table, field)
-    q = dialect.quote
-    return [
-        *(f"DROP TRIGGER IF EXISTS {q(fts + suffix)}" for suffix in ("_ai", "_ad", "_au")),
-        f"DROP TABLE IF EXISTS {q(fts)}",
-    ]
+    return [*sqlite_trigger_drops(dialect, fts), f"DROP TABLE IF EXISTS {dialect.quote(fts)}"]
 
 
 def sqlite_key_sql(dialect: Dialect, table: str) -> list[str]:
@@ -265,8 +285,15 @@ def sqlite_key_sql(dialect: Dialect, table: str) -> list[str]:
         f"UPDATE {qt} SET {key} = numbered.n FROM (SELECT tenant_id, id, "
         f"row_number() OVER (ORDER BY tenant_id, id) AS n FROM {qt}) AS numbered "
         f"WHERE {qt}.tenant_id = numbered.tenant_id AND {qt}.id = numbered.id",
-        f"CREATE UNIQUE INDEX IF NOT EXISTS {q(key_index(table))} ON {qt} ({key})",
+        sqlite_key_index_sql(dialect, table),
     ]
+
+
+def sqlite_key_index_sql(dialect: Dialect, table: str) -> str:
+    """The unique index of ``table``'s ``_search_key``."""
+    q = dialect.quote
+    name, qt = q(key_index(table)), q(table)
+    return f"CREATE UNIQUE INDEX IF NOT EXISTS {name} ON {qt} ({q(KEY_COLUMN)})"
 
 
 def postgresql_index_sql(dialect: Dialect, table: str, field: str) -> str:

@@ -14,17 +14,20 @@ from collections.abc import Collection, Mapping, Sequence
 import sqlalchemy as sa
 
 from host.graph.model import Graph
+from host.storage.catalog import read_full_text
 from host.storage.database import Tx
 from host.storage.dialect import EvolutionDialect
 from host.storage.plan import Change, ChangeClass, NeedsTrigram, Operation, Refold, Statement
 from host.storage.search import (
     KEY_COLUMN,
     SHADOW_PREFIX,
+    key_index,
     postgresql_index_sql,
     searched_fields,
     shadow_column,
     sqlite_drop_sql,
     sqlite_index_sql,
+    sqlite_key_index_sql,
     sqlite_key_sql,
     sqlite_trigram,
     trigram_index,
@@ -60,6 +63,34 @@ def _removed(dialect: EvolutionDialect, table: str, origin: str, field: str, why
     )
 
 
+def _keys_renamed(
+    dialect: EvolutionDialect, current: Mapping[str, Sequence[str]], renamed: Mapping[str, str]
+) -> list[Change]:
+    """SQLite: the unique index of ``_search_key`` of each table renamed by the plan, named
+    after the table's new name (its old name may be an entity's again)."""
+    if not dialect.sql.embedded:
+        return []
+    changes = []
+    for table, origin in sorted(renamed.items()):
+        if KEY_COLUMN not in current.get(table, ()):
+            continue
+        sql = (
+            f"DROP INDEX IF EXISTS {dialect.quote(key_index(origin))}",
+            sqlite_key_index_sql(dialect.sql, table),
+        )
+        changes.append(
+            Change(
+                kind="search-key-renamed",
+                change_class=ChangeClass.ADDITIVE,
+                subject=f"index of _search_key of table {table}",
+                detail=f"the table was {origin}",
+                sql=sql,
+                operations=tuple(Statement(s) for s in sql),
+            )
+        )
+    return changes
+
+
 async def search_changes(
     tx: Tx,
     dialect: EvolutionDialect,
@@ -87,9 +118,10 @@ async def search_changes(
     }
     current.update({new: list(columns.get(old, ())) for new, old in renamed.items()})
     changes: list[Change] = []
+    full_text = {fts.name for fts in await read_full_text(tx, sql)}
     for table in sorted(current):
-        if table.startswith("ts_"):
-            continue
+        if table in full_text:
+            continue  # an FTS5 table holds a copy of the shadow column it indexes
         origin = renamed.get(table, table)
         have = [c for c in current[table] if c.startswith(SHADOW_PREFIX)]
         keep = set() if table in renamed else {shadow_column(n) for t, n in wanted if t == table}
@@ -97,6 +129,7 @@ async def search_changes(
             why = "the table was renamed" if table in renamed else "no list searches it any more"
             changes.append(_removed(dialect, table, origin, shadow[len(SHADOW_PREFIX) :], why))
             current[table].remove(shadow)
+    changes.extend(_keys_renamed(dialect, current, renamed))
     keyed: set[str] = set()
     trigram_asked = False
     for table, field in sorted(wanted):

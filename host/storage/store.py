@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from host import jsonio
 from host.fieldtypes import INT64_MAX, INT64_MIN
 from host.graph.model import CompiledEntity, Graph
-from host.query.conditions import Condition
+from host.query.conditions import Clause, Condition
 from host.query.params import plain_query
 from host.query.spec import ID_COLUMN
 from host.storage import sql
@@ -41,7 +41,7 @@ from host.storage.textlimits import check_text_limits, indexed_text_limits
 from host.storage.tx import Statement
 from host.systemfields import SYSTEM, new_ulid
 
-__all__ = ["AuditRecord", "EntityStore", "Runner", "Written"]
+__all__ = ["AuditRecord", "EntityStore", "Runner", "Written", "audit_values"]
 
 
 class Runner(Protocol):
@@ -83,6 +83,9 @@ class AuditRecord:
     changes: Mapping[str, Any] | None = None
     """The fields written: ``{field: [before, after]}`` in read shapes (``before`` null for a
     new row), with ``_version``'s pair (docs/history.md)."""
+    via: tuple[tuple[str, str], ...] = ()
+    """The (action, plugin) pairs whose ``ctx.data.run`` caused this record, outermost first
+    (empty: an action a client asked for)."""
 
 
 class _EntityStatements:
@@ -147,15 +150,17 @@ class EntityStore:
         tenant_id: str,
         conditions: tuple[Condition, ...],
         limit: int,
+        scope: tuple[Clause, ...] = (),
     ) -> Sequence[Sequence[Any]]:
         """Whole rows of the tenant matching every condition, in id order, at most ``limit``
-        (the SQL of list filters: :func:`host.storage.listsql.select_list`)."""
+        (the SQL of list filters: :func:`host.storage.listsql.select_list`); ``scope``: the
+        reader's row conditions (a read floor)."""
         statements = self._entities[entity]
         text, args = select_list(
             self.dialect,
             statements.table,
             statements.render.columns,
-            plain_query(conditions=conditions, limit=limit),
+            plain_query(scope, conditions=conditions, limit=limit),
             search=(),
             id_column=ID_COLUMN,
             tenant=tenant_id,
@@ -255,24 +260,7 @@ class EntityStore:
 
     def audit(self, record: AuditRecord) -> Statement:
         """The ``INSERT`` of an audit record (values in ``Schema.audit_columns`` order)."""
-        return (
-            self._audit_sql,
-            (
-                record.event_id,
-                record.tenant_id,
-                record.actor_id,
-                jsonio.dumps(sorted(record.roles)).decode(),
-                record.action,
-                record.entity,
-                record.subject_id,
-                jsonio.dumps(record.inputs).decode(),
-                jsonio.dumps(record.outputs).decode(),
-                self.graph.hash,
-                record.at,
-                record.version,
-                None if record.changes is None else jsonio.dumps(record.changes).decode(),
-            ),
-        )
+        return (self._audit_sql, audit_values(record, self.graph.hash))
 
     def closing(
         self,
@@ -295,3 +283,32 @@ def _no_system_fields(values: Mapping[str, Any]) -> None:
     if not SYSTEM.keys().isdisjoint(values):
         named = ", ".join(sorted(SYSTEM.keys() & values.keys()))
         raise ValueError(f"system fields are set by the entity store, not given: {named}")
+
+
+def audit_values(record: AuditRecord, graph_hash: str) -> tuple[Any, ...]:
+    """The stored values of an audit record, in ``Schema.audit_columns`` order: the one
+    spelling of them, for an action's or a data-API write's record
+    (:meth:`EntityStore.audit`) and a migrated row's (:mod:`host.storage.migrated`)."""
+    return (
+        record.event_id,
+        record.tenant_id,
+        record.actor_id,
+        jsonio.dumps(sorted(record.roles)).decode(),
+        record.action,
+        record.entity,
+        record.subject_id,
+        jsonio.dumps(record.inputs).decode(),
+        jsonio.dumps(record.outputs).decode(),
+        graph_hash,
+        record.at,
+        record.version,
+        None if record.changes is None else jsonio.dumps(record.changes).decode(),
+        via_text(record.via),
+    )
+
+
+def via_text(via: tuple[tuple[str, str], ...]) -> str | None:
+    """The stored form of an audit record's chain (``None`` when empty)."""
+    if not via:
+        return None
+    return jsonio.dumps([{"action": action, "plugin": plugin} for action, plugin in via]).decode()

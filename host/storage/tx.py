@@ -107,17 +107,18 @@ def is_transient(exc: BaseException) -> bool:
 class _Outcome:
     """What a batch did (on SQLite: on the connection's thread)."""
 
-    __slots__ = ("begun", "committed", "error", "failed_at", "results", "sent")
+    __slots__ = ("begun", "ended", "error", "failed_at", "results", "sent")
 
     def __init__(self) -> None:
         self.results: list[Sequence[Any]] = []
         self.begun = False
-        self.committed = False
+        self.ended = 0
+        """How many of the ending statements (``RELEASE``, ``COMMIT``) ran."""
         self.sent: list[Statement] = []
         """What reached the driver, in order (BEGIN and COMMIT included), for the log."""
         self.failed_at: int | None = None
-        """Index of the statement that failed; -1: the BEGIN; ``len(statements)``: the
-        COMMIT."""
+        """Index of the statement that failed; -1: the BEGIN; ``len(statements)``: an ending
+        statement (``RELEASE``, ``COMMIT``)."""
         self.error: Exception | None = None
 
 
@@ -125,13 +126,13 @@ Step = tuple[int, Statement | Exception]
 
 
 def _steps(
-    begin: str | None, statements: Sequence[Statement | Exception], commit: bool
+    begin: str | None, statements: Sequence[Statement | Exception], ends: Sequence[str]
 ) -> list[Step]:
-    """What a batch sends, each with its index: -1 the BEGIN, ``len(statements)`` the COMMIT."""
+    """What a batch sends, each with its index: -1 the BEGIN, ``len(statements)`` each of the
+    statements that end the unit of work (``RELEASE``, ``COMMIT``)."""
     steps: list[Step] = [(-1, (begin, ()))] if begin else []
     steps.extend(enumerate(statements))
-    if commit:
-        steps.append((len(statements), (_COMMIT, ())))
+    steps.extend((len(statements), (end, ())) for end in ends)
     return steps
 
 
@@ -141,7 +142,7 @@ def _took(outcome: _Outcome, index: int, rows: Sequence[Any], count: int, guarde
     if index < 0:
         outcome.begun = True
     elif index == count:
-        outcome.committed = True
+        outcome.ended += 1
     else:
         outcome.results.append(rows)
         return index < guarded and not rows
@@ -153,12 +154,13 @@ def _sqlite_batch(
     begin: str | None,
     statements: Sequence[Statement | Exception],
     guarded: int,
-    commit: bool,
+    ends: Sequence[str],
 ) -> _Outcome:
     """Runs on the connection's thread: [BEGIN,] statements in order (stopping at the first
-    failure, or at an empty result of one of the first ``guarded``), [COMMIT after them all]."""
+    failure, or at an empty result of one of the first ``guarded``), then ``ends`` (``RELEASE``,
+    ``COMMIT``) after them all."""
     outcome = _Outcome()
-    for index, step in _steps(begin, statements, commit):
+    for index, step in _steps(begin, statements, ends):
         if isinstance(step, Exception):
             outcome.failed_at, outcome.error = index, step
             break
@@ -178,11 +180,11 @@ async def _sqlite_one_by_one(
     begin: str | None,
     statements: Sequence[Statement | Exception],
     guarded: int,
-    commit: bool,
+    ends: Sequence[str],
 ) -> _Outcome:  # pragma: no cover - an aiosqlite without ``_execute``
     """:func:`_sqlite_batch`, one hop per statement."""
     outcome = _Outcome()
-    for index, step in _steps(begin, statements, commit):
+    for index, step in _steps(begin, statements, ends):
         if isinstance(step, Exception):
             outcome.failed_at, outcome.error = index, step
             break
@@ -208,17 +210,28 @@ class Tx:
     """Runs statements on the connection of one unit of work (the plugins' QueryHandle).
 
     ``begin`` (SQLite's writer: ``"BEGIN IMMEDIATE"``) is sent with the first statement, so
-    a unit of work that fails before its first statement never opens a transaction."""
+    a unit of work that fails before its first statement never opens a transaction.
+    ``savepoint`` (SQLite's group commit, :mod:`host.storage.groupcommit`): the unit of work
+    joins a transaction already open, in ``SAVEPOINT <name>`` (sent with its first statement
+    in place of ``begin``), released when it closes."""
 
-    __slots__ = ("_begin", "_conn", "_sqlite", "open")
+    __slots__ = ("_begin", "_conn", "_release", "_sqlite", "open")
 
-    def __init__(self, conn: Connection, *, sqlite: bool, begin: str | None = None) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        *,
+        sqlite: bool,
+        begin: str | None = None,
+        savepoint: str | None = None,
+    ) -> None:
         self._conn = conn
         self._sqlite = sqlite
-        self._begin = begin
+        self._begin = f"SAVEPOINT {savepoint}" if savepoint else begin
+        self._release = f"RELEASE {savepoint}" if savepoint else None
         self.open = False
-        """SQLite: the deferred ``begin`` was sent and the transaction is not committed yet
-        (the storage rolls it back when the unit of work fails)."""
+        """SQLite: the deferred ``begin`` (or savepoint) was sent and is not committed (or
+        released) yet (the storage rolls it back when the unit of work fails)."""
 
     # -- the runtime's statements -----------------------------------------------------------
 
@@ -245,9 +258,11 @@ class Tx:
         _raise_failure(outcome, len(statements))
         return outcome.results
 
-    async def close(self, closing: Closing[Any]) -> None:
+    async def close(self, closing: Closing[Any], *, commit: bool = True) -> None:
         """Run the statements ``closing`` ends with; on SQLite commit with them (the
         storage's: a unit of work returns its :class:`Closing` instead of calling this).
+        ``commit=False`` (SQLite's group commit): leave the transaction open for the next
+        unit of work (a savepoint is released all the same).
 
         :raises StatementFailed: a statement failed; nothing is committed.
         :raises NothingMatched: the guarded statement returned no row; nothing committed.
@@ -255,17 +270,23 @@ class Tx:
         statements = closing.statements
         if not statements and not self.open:
             return  # nothing ran, nothing to commit
-        outcome = await self._execute(statements, guarded=int(closing.guarded), commit=True)
+        ends = self._ends(commit) if self._sqlite else ()
+        outcome = await self._execute(statements, guarded=int(closing.guarded), ends=ends)
         _raise_failure(outcome, len(statements))
         if closing.guarded and statements and not outcome.results[0]:
             raise NothingMatched()
+
+    def _ends(self, commit: bool) -> tuple[str, ...]:
+        """The statements that end this unit of work on SQLite."""
+        release = (self._release,) if self._release else ()
+        return (*release, _COMMIT) if commit else release
 
     async def _execute(
         self,
         statements: Sequence[Statement | Exception],
         *,
         guarded: int,
-        commit: bool = False,
+        ends: Sequence[str] = (),
     ) -> _Outcome:
         outcome: _Outcome
         if not self._sqlite:
@@ -277,15 +298,15 @@ class Tx:
         run_on_thread = getattr(raw, "_execute", None)
         if run_on_thread is not None:
             outcome = await run_on_thread(
-                lambda: _sqlite_batch(raw._conn, begin, statements, guarded, commit)
+                lambda: _sqlite_batch(raw._conn, begin, statements, guarded, ends)
             )
         else:  # pragma: no cover - an aiosqlite without ``_execute``: one hop per statement
-            outcome = await _sqlite_one_by_one(raw, begin, statements, guarded, commit)
+            outcome = await _sqlite_one_by_one(raw, begin, statements, guarded, ends)
         _log(outcome)
         if outcome.begun:
             self._begin = None
             self.open = True
-        if outcome.committed:
+        if ends and outcome.ended == len(ends):  # released, or committed
             self.open = False
         return outcome
 

@@ -193,15 +193,18 @@ async def test_key_rotation_is_picked_up_without_a_restart(
     fetched = issuer.requests
     issuer.rotate("k2")
     await asyncio.sleep(0.3)  # past TESSERA_AUTH_JWKS_REFRESH_S (0.2 here)
+    tried = time.monotonic()
     assert (await act(token_host, issuer.token(kid="k2"))).status == 200
     assert issuer.requests == fetched + 1
-    # Unknown key ids do not make the host fetch on every request.
-    for _ in range(5):
+    # Unknown key ids do not make the host fetch on every request: at most once per 0.2 s
+    # since the fetch above (however slow a loaded machine makes the requests).
+    for _ in range(10):
         token = jwt.encode(
             issuer.claims(), issuer.keys["k2"], algorithm="RS256", headers={"kid": "unheard-of"}
         )
         assert_refused(await act(token_host, token))
-    assert issuer.requests <= fetched + 2
+    allowed = int((time.monotonic() - tried) / 0.2)
+    assert issuer.requests - (fetched + 1) <= min(allowed, 9), (issuer.requests, allowed)
     # The old key still verifies while the issuer publishes it.
     assert (await act(token_host, issuer.token(kid="k1"))).status == 200
 

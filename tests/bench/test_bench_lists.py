@@ -52,5 +52,6 @@ def test_bench_lists_measures_every_scenario(tmp_path: Path) -> None:
     # every benchmarked query of the big tenant has its plan, through the list index
     assert "open, newest first / page 4" in result["explain"]
     assert (
-        "tx_helpdesk__ticket__state__created_at" in result["explain"]["open, newest first / page 4"]
+        "helpdesk__ticket___state__created_at___lst_"
+        in result["explain"]["open, newest first / page 4"]
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from plugin_api.testing import Host, TesseraHarness
+from plugin_api.testing import Host, SharedHarness, TenantHost, TesseraHarness
 
 CONSOLE = "/-/console"
 LOOPBACK = "127.0.0.1:8000"
@@ -93,3 +93,27 @@ class Console:
 async def console_host(tessera: TesseraHarness) -> Host:
     """Both sample plugins, the console on, served (as far as it knows) on loopback."""
     return await tessera.start(plugins=["helpdesk", "billing"], console="on", serve_bind=LOOPBACK)
+
+
+@pytest.fixture
+async def shared_console(tessera_shared: SharedHarness) -> TenantHost:
+    """The sample plugins with the console on (loopback), on the session's shared host, in a
+    tenant of the test's own."""
+    return await tessera_shared.start(
+        plugins=["helpdesk", "billing", "billing_helpdesk"], console="on", serve_bind=LOOPBACK
+    )
+
+
+def identity(
+    host: TenantHost, actor: str = "alice", roles: str = "agent,requester"
+) -> dict[str, str]:
+    """The gateway's identity headers of ``actor`` in the test's tenant."""
+    return {"X-Tenant-ID": host.tenant, "X-Actor-Id": actor, "X-Actor-Roles": roles}
+
+
+async def new_ticket(host: TenantHost, title: str, actor: str = "alice", **inputs: Any) -> str:
+    """A ticket created through the API by ``actor`` (an agent) in the test's tenant."""
+    client = host.client(actor=actor, roles=["agent", "requester"])
+    made = await client.action("helpdesk.ticket.create", inputs={"title": title, **inputs})
+    assert made.status == 200, made.json
+    return str(made.outputs["id"])

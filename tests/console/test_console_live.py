@@ -38,8 +38,9 @@ async def test_list_and_detail_pages_load_the_script_and_its_status_region(
 ) -> None:
     ticket = await _ticket(console_host, "Printer")
     console = Console(console_host, AGENT)
-    for path, projection, subject, message in [
-        (f"/p/{QUEUE}", QUEUE, "", "This list changed"),
+    for path, stream, subject, message in [
+        # A list's stream tracks the rows it shows (docs/live.md, "Rows leaving a list").
+        (f"/p/{QUEUE}", f"{QUEUE}&amp;shown={ticket}", "", "This list changed"),
         (f"/p/{DETAIL}/{ticket}", DETAIL, ticket, "This record was changed by someone else"),
     ]:
         page = await console.get(path)
@@ -47,7 +48,7 @@ async def test_list_and_detail_pages_load_the_script_and_its_status_region(
         assert SCRIPT in page.text
         region = (
             f'<div id="live" class="live" role="status" aria-live="polite" '
-            f'data-stream="{CONSOLE}/changes?projection={projection}" '
+            f'data-stream="{CONSOLE}/changes?projection={stream}" '
             f'data-subject="{subject}" data-message="{message}"></div>'
         )
         assert region in page.text

@@ -21,7 +21,7 @@ async def _create(console: Console, title: str, **fields: str) -> str:
     done = await console.submit(form, f"/run/{QUEUE}/{CREATE}", {"in.title": title, **fields})
     assert done.status == 303, done.text
     assert done.location is not None
-    match = re.search(rf"{CONSOLE}/p/{QUEUE}/([^?]+)\?done=Create", done.location)
+    match = re.search(rf"{CONSOLE}/p/{QUEUE}/([^?]+)\?done=New\+ticket", done.location)
     assert match, done.location
     return match.group(1)
 
@@ -29,9 +29,9 @@ async def _create(console: Console, title: str, **fields: str) -> str:
 async def test_home_lists_the_readable_projections_grouped(console_host: Host) -> None:
     page = await Console(console_host, AGENT).get("/")
     assert page.status == 200
-    assert "<h2>helpdesk</h2>" in page.text and "<h2>billing</h2>" in page.text
-    assert "<h3>helpdesk.ticket</h3>" in page.text
-    assert f'href="{CONSOLE}/p/{QUEUE}"' in page.text
+    assert "<h2>Helpdesk</h2>" in page.text and "<h2>Billing</h2>" in page.text  # labels
+    assert "<h3>Ticket</h3>" in page.text
+    assert f'href="{CONSOLE}/p/{QUEUE}">Ticket queue</a>' in page.text
     assert "tenant <strong>t1</strong>" in page.text
     assert "actor <strong>alice</strong>" in page.text
 
@@ -39,7 +39,7 @@ async def test_home_lists_the_readable_projections_grouped(console_host: Host) -
 async def test_home_without_identity_says_what_is_missing(console_host: Host) -> None:
     page = await Console(console_host).get("/")
     assert page.status == 200
-    assert "Missing required header X-Tenant-ID" in page.text
+    assert "Not acting as anyone yet" in page.text and "Missing required header" not in page.text
     assert f'href="{CONSOLE}/p/' not in page.text
 
 
@@ -67,9 +67,13 @@ async def test_create_list_detail_and_transition(console_host: Host) -> None:
     assert listing.status == 200
     assert "Printer on fire" in listing.text
     start = f"/run/{QUEUE}/helpdesk.ticket.start"
-    assert f'action="{CONSOLE}{start}"' in listing.text
+    preview = f"/confirm/{QUEUE}/helpdesk.ticket.start"  # a click first shows the dry run
+    assert f'action="{CONSOLE}{preview}"' in listing.text
+    confirming = await console.submit(listing, preview, {})
+    assert confirming.status == 200, confirming.text
+    assert f'action="{CONSOLE}{start}"' in confirming.text
 
-    moved = await console.submit(listing, start, {})
+    moved = await console.submit(confirming, start, {})
     assert moved.status == 303, moved.text
     assert moved.location == f"{CONSOLE}/p/{QUEUE}?done=Start"  # back where it was
     after = await console_host.client(tenant="t1").projection(DETAIL, subject=ticket)
@@ -83,8 +87,8 @@ async def test_create_list_detail_and_transition(console_host: Host) -> None:
     assert '<dd><span class="badge badge-between">In progress</span></dd>' in detail.text
     assert "Workflow of state" in detail.text
     # buttons for the steps the workflow allows from the row's state (and escalate, no step)
-    offered = re.findall(rf'aria-label="(\w+) {ticket}"', detail.text)
-    assert offered == ["Resolve", "Cancel", "Escalate"]
+    offered = re.findall(rf'aria-label="([\w ]+?) {ticket}"', detail.text)
+    assert offered == ["Resolve", "Cancel", "Escalate to urgent"]
     assert re.search(
         r'<tr class="possible"><td><span class="badge badge-between">In progress'
         r"</span> </td><td>resolve →</td>",
@@ -146,11 +150,14 @@ async def test_a_role_that_may_not_act(console_host: Host) -> None:
         console_host, {"X-Tenant-ID": "t1", "X-Actor-Id": "bob", "X-Actor-Roles": "requester"}
     )
     listing = await requester.get(f"/p/{QUEUE}")
-    # the 1.1.0 document offers the requester only the actions its roles allow (read access
-    # aside, every action is listed): the console posts, the API refuses with 403
+    # the queue lists every action; the row's availability says the requester may not
+    # start it: the button is disabled with the reason, and a forged post is refused (403)
+    reason = f'id="why-{ticket}-helpdesk-ticket-start">'
+    assert f'disabled aria-label="Start {ticket}" aria-describedby="why-' in listing.text
+    assert re.search(reason + r"[^<]*agent", listing.text), re.findall(r"why-[^<]*<", listing.text)
     page = await requester.post(
         f"/run/{QUEUE}/helpdesk.ticket.start",
-        {"_csrf": listing.hidden("_csrf"), "_key": "k-1", "_subject": ticket},
+        {"_csrf": (await requester.get("/as")).hidden("_csrf"), "_key": "k", "_subject": ticket},
     )
     assert page.status == 403
     assert "You are not allowed to do this" in page.text

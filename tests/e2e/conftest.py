@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from plugin_api.testing import Client, Host
+from plugin_api.testing import Client, Host, TenantHost
 
 from .cleanenv import clean_path  # noqa: F401 (the fixture, for the tests of this folder)
 
@@ -31,8 +31,13 @@ INVOICE_PATHS: dict[str, tuple[str, ...]] = {
 USD = {"amount": "99.50", "currency": "USD"}
 
 
-def as_actor(host: Host, actor: str, *roles: str, tenant: str = TENANT) -> Client:
-    return host.client(tenant=tenant, actor=actor, roles=roles)
+def tenant_of(host: Host) -> str:
+    """The tenant the tests act in: the test's own on a shared host, else ``acme``."""
+    return host.tenant if isinstance(host, TenantHost) else TENANT
+
+
+def as_actor(host: Host, actor: str, *roles: str, tenant: str | None = None) -> Client:
+    return host.client(tenant=tenant or tenant_of(host), actor=actor, roles=roles)
 
 
 async def ticket_in(host: Host, state: str, *, requester: str = "rita") -> str:
@@ -47,7 +52,7 @@ async def ticket_in(host: Host, state: str, *, requester: str = "rita") -> str:
     return ticket
 
 
-async def invoice_in(host: Host, status: str, *, tenant: str = TENANT) -> str:
+async def invoice_in(host: Host, status: str, *, tenant: str | None = None) -> str:
     """A new invoice moved to ``status`` by a clerk and an accountant."""
     staff = as_actor(host, "carl", "clerk", "accountant", tenant=tenant)
     created = await staff.action(

@@ -10,18 +10,18 @@ import pytest
 from tessera_billing.plugin import assign_number
 
 from plugin_api import ActionContext, ConcurrencyConflict, TransitionAction, hookimpl
-from plugin_api.testing import Host, TesseraHarness
+from plugin_api.testing import Host, TenantHost, TesseraHarness
 
 from .conftest import (
     INVOICE,
     INVOICE_PATHS,
-    TENANT,
     USD,
     as_actor,
     assert_error,
     assert_now,
     invoice_in,
     read,
+    tenant_of,
 )
 
 REQUIRED = object()
@@ -144,7 +144,7 @@ async def test_action_roles(
     fqn = f"{INVOICE}.{name}"
     inputs = {"customer": "c", "amount": USD} if name == "create" else {}
     others = sorted({"clerk", "accountant"} - set(roles))
-    denied = [host.client(tenant=TENANT, actor="dan", roles=None)]
+    denied = [host.client(tenant=tenant_of(host), actor="dan", roles=None)]
     denied += [as_actor(host, "dan", *r) for r in ((), ("agent",), *((o,) for o in others))]
     allowed = [as_actor(host, "dan", role) for role in roles]
     for client in [*denied, *allowed]:
@@ -215,16 +215,17 @@ async def test_projections(host: Host) -> None:
     assert detail.item is not None and list(detail.item) == DETAIL_FIELDS
 
 
-async def issue(host: Host, tenant: str = TENANT) -> Any:
+async def issue(host: Host, tenant: str | None = None) -> Any:
     clerk = as_actor(host, "carl", "clerk", tenant=tenant)
     return await clerk.action(
         f"{INVOICE}.issue", subject=await invoice_in(host, "draft", tenant=tenant)
     )
 
 
-async def test_numbers_are_per_tenant_sequences(host: Host) -> None:
+async def test_numbers_are_per_tenant_sequences(host: TenantHost) -> None:
+    acme, globex, initech = host.tenant, host.new_tenant(), host.new_tenant()
     numbers = [(await issue(host, tenant)).outputs["number"] for tenant in
-               ("acme", "acme", "globex", "acme", "globex", "initech")]  # fmt: skip
+               (acme, acme, globex, acme, globex, initech)]  # fmt: skip
     assert numbers == ["INV-00001", "INV-00002", "INV-00001", "INV-00003", "INV-00002", "INV-00001"]
 
 

@@ -15,6 +15,13 @@ from plugin_api.testing import Host
 from ..server.conftest import run_server
 from .conftest import INVOICE, TENANT, USD, as_actor, invoice_in
 
+
+@pytest.fixture
+def host(own_host: Host) -> Host:
+    """A host of the test's own: concurrency is measured on a database nothing else uses."""
+    return own_host
+
+
 N = 30
 EXPECTED = [f"INV-{n:05d}" for n in range(1, N + 1)]
 CLERK = {"X-Tenant-ID": TENANT, "X-Actor-Id": "carl", "X-Actor-Roles": "clerk"}

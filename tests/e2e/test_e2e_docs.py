@@ -74,7 +74,7 @@ def test_every_region_is_shown() -> None:
 def test_every_hook_has_a_section() -> None:
     hooks = [name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction)
              if name.startswith(plugin_api.PROJECT_NAME + "_")]  # fmt: skip
-    assert len(hooks) == 9
+    assert len(hooks) == 11
     for hook in hooks:
         assert f"\n### `{hook}`\n" in GUIDE, hook
         assert "Result rule" in GUIDE.split(f"### `{hook}`")[1].split("\n### ")[0], hook

@@ -10,13 +10,13 @@ import pytest
 from plugin_api.testing import Host
 
 from .conftest import (
-    TENANT,
     TICKET,
     TICKET_PATHS,
     as_actor,
     assert_error,
     assert_now,
     read,
+    tenant_of,
     ticket_in,
 )
 
@@ -201,7 +201,9 @@ async def test_action_roles(
     fqn = f"{TICKET}.{name}"
     inputs = {"title": "From a test"} if name == "create" else {}
     others = sorted({"requester", "agent"} - set(roles))
-    denied = [host.client(tenant=TENANT, actor="dora", roles=None)]  # no X-Actor-Roles header
+    denied = [
+        host.client(tenant=tenant_of(host), actor="dora", roles=None)
+    ]  # no X-Actor-Roles header
     denied += [as_actor(host, "dora", *r) for r in ((), ("clerk",), *((o,) for o in others))]
     allowed = [as_actor(host, "dora", role) for role in roles]
     for client in [*denied, *allowed]:

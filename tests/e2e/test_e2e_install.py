@@ -19,7 +19,8 @@ import pytest
 
 from .cleanenv import run
 
-pytestmark = pytest.mark.slow
+# Every run here has a SQLite database of its own: the pg environment leaves these out.
+pytestmark = [pytest.mark.slow, pytest.mark.backend_neutral]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -35,12 +35,13 @@ def listed(listing: ListOptions | None, options: tuple[str, ...] = ("a", "b")) -
 
 
 async def indexes(db: Db, g: Graph) -> list[str]:
+    """The list indexes (``<table>___<fields>___lst_<digest>``), without their digest."""
     if db.settings.database_url.startswith("sqlite"):
-        sql = "SELECT name FROM sqlite_master WHERE type = 'index' AND substr(name, 1, 3) = 'tx_'"
+        sql = "SELECT name FROM sqlite_master WHERE type = 'index' AND instr(name, '___lst_') > 0"
     else:
-        sql = "SELECT indexname FROM pg_indexes WHERE substr(indexname, 1, 3) = 'tx_'"
+        sql = "SELECT indexname FROM pg_indexes WHERE strpos(indexname, '___lst_') > 0"
     rows: list[tuple[Any, ...]] = await db.select(g, sql)
-    return sorted(str(row[0]).rsplit("_", 1)[0] for row in rows)
+    return sorted(str(row[0]).rsplit("___", 1)[0] for row in rows)
 
 
 FIRST = ListOptions(
@@ -58,12 +59,12 @@ async def test_indexes_follow_the_declarations(tessera_database_url: str) -> Non
     await db.start(v1)
     # ``contains`` alone gets no index (a substring cannot use one), ``id`` has the key.
     assert await indexes(db, v1) == [
-        "tx_evo__item__created_at",
-        "tx_evo__item__kind",
-        "tx_evo__item__kind__created_at",
-        "tx_evo__item__price",
-        "tx_evo__item__qty",
-        "tx_evo__item__title",
+        "evo__item___created_at",
+        "evo__item___kind",
+        "evo__item___kind__created_at",
+        "evo__item___price",
+        "evo__item___qty",
+        "evo__item___title",
     ]
     assert (await db.plan(v1)).up_to_date
 
@@ -74,7 +75,7 @@ async def test_indexes_follow_the_declarations(tessera_database_url: str) -> Non
     assert ("index-removed", "additive") in changes and ("index-added", "additive") in changes
     assert not plan.breaking
     await db.start(v2)
-    assert await indexes(db, v2) == ["tx_evo__item__kind", "tx_evo__item__title"]
+    assert await indexes(db, v2) == ["evo__item___kind", "evo__item___title"]
 
     v3 = listed(None)
     await db.start(v3)

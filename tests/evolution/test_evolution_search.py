@@ -44,12 +44,14 @@ async def test_search_index_is_built_backfilled_and_dropped(tessera_database_url
     assert [row[0] for row in rows] == ["école normale", "naïve", "plain"]
     if sqlite:
         found = await db.select(
-            v2, "SELECT rowid FROM ts_evo__item__title WHERE ts_evo__item__title MATCH '\"cole\"'"
+            v2,
+            "SELECT rowid FROM evo__item___title___fts "
+            "WHERE evo__item___title___fts MATCH '\"cole\"'",
         )
         assert len(found) == 1
     else:
         found = await db.select(
-            v2, "SELECT indexdef FROM pg_indexes WHERE indexname = 'ts_evo__item__title'"
+            v2, "SELECT indexdef FROM pg_indexes WHERE indexname = 'evo__item___title___trgm'"
         )
         assert "gin_trgm_ops" in str(found[0][0])
     assert not (await db.plan(v2)).changes
@@ -127,18 +129,25 @@ async def test_renamed_entity_and_field_keep_a_working_index(tessera_database_ur
     assert [row[0] for row in rows] == ["été"]
     if tessera_database_url.startswith("sqlite"):
         found = await db.select(
-            v2, "SELECT rowid FROM ts_evo__thing__name WHERE ts_evo__thing__name MATCH '\"été\"'"
+            v2,
+            "SELECT rowid FROM evo__thing___name___fts "
+            "WHERE evo__thing___name___fts MATCH '\"été\"'",
         )
         assert len(found) == 1
+        # Nothing is named after the table's old name (an entity may take it again).
         stale = await db.select(
-            v2, "SELECT name FROM sqlite_master WHERE substr(name, 1, 12) = 'ts_evo__item'"
+            v2, "SELECT name FROM sqlite_master WHERE substr(name, 1, 9) = 'evo__item'"
         )
-        assert [row[0] for row in stale] == ["ts_evo__item__key"]
+        assert [row[0] for row in stale] == []
+        keys = await db.select(
+            v2, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'evo__thing'"
+        )
+        assert "evo__thing___key" in [row[0] for row in keys]
     else:
         names = await db.select(
-            v2, "SELECT indexname FROM pg_indexes WHERE substr(indexname, 1, 3) = 'ts_'"
+            v2, "SELECT indexname FROM pg_indexes WHERE tablename = 'evo__thing' ORDER BY 1"
         )
-        assert [row[0] for row in names] == ["ts_evo__thing__name"]
+        assert [row[0] for row in names] == ["evo__thing___name___trgm", "evo__thing___pkey"]
     assert not (await db.plan(v2)).changes
 
 

@@ -17,6 +17,9 @@ from host.config import SETTINGS, Settings
 from host.graph import compile_graph
 from host.plugins import load_plugins
 
+# The graph commands read no database of the run: the pg environment leaves these out.
+pytestmark = pytest.mark.backend_neutral
+
 
 @pytest.fixture
 def no_installed_plugins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

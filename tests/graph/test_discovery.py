@@ -18,7 +18,8 @@ import pytest
 from host.config import Settings
 from host.plugins import load_plugins
 
-pytestmark = pytest.mark.slow
+# Discovery and the graph need no database: the pg environment leaves these out.
+pytestmark = [pytest.mark.slow, pytest.mark.backend_neutral]
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 Dists = dict[str, Path]

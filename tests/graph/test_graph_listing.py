@@ -129,8 +129,14 @@ def test_bad_declarations_are_reported_with_the_plugin(kit: SimpleNamespace, nam
     ), errors
 
 
-def test_hidden_fields_cannot_be_filtered_sorted_or_searched(kit: SimpleNamespace) -> None:
-    errors = kit.graph_errors(("shop", _with(kit, GOOD, ("id", "title", "status")).plugin()))
+@pytest.mark.parametrize("api", ["1.7", "1.9"])
+def test_hidden_fields_cannot_be_filtered_sorted_or_searched(
+    kit: SimpleNamespace, api: str
+) -> None:
+    # The rule of plugin API 1.7; older plugins: tests/graph/test_graph_compat.py.
+    plugin = _with(kit, GOOD, ("id", "title", "status")).plugin()
+    plugin.TESSERA_PLUGIN_API = api
+    errors = kit.graph_errors(("shop", plugin))
     for what, name in (
         ("filters on", "price"),
         ("filters on", "created_at"),

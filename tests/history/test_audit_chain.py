@@ -195,6 +195,25 @@ async def test_the_cli_verifies_names_the_record_and_prunes_keeping_the_chain(
     assert changed.stdout == f"t1: DIFFERS: record {victim} (#11) changed after sealing\n"
 
 
+async def test_the_cli_names_the_columns_an_older_audit_log_lacks(
+    host: Host, files: dict[str, str]
+) -> None:
+    """A database last written by an older version (no ``via`` column) is refused in one line
+    that says what to do, not with the database's own error; the CLI alters nothing."""
+    await write_tickets(host, 1)
+    await host.stop()
+    url = host.database_url
+    await sql(url, "ALTER TABLE tessera_audit DROP COLUMN via", {})
+    refused = await asyncio.to_thread(cli, url, files, "verify")
+    assert refused.returncode != 0
+    assert refused.stdout == ""
+    assert refused.stderr == (
+        "error: the audit log of this database predates this version of Tessera (no column "
+        "via): start the service once with this version, which adds them, then run this "
+        "command again\n"
+    )
+
+
 async def test_a_tampered_checkpoint_file_is_refused(host: Host, files: dict[str, str]) -> None:
     await write_tickets(host, 1)
     await sealed(host, 2)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from plugin_api.testing import Client, Host
+from plugin_api.testing import Client, TenantHost
 
 CORS = {
     "access-control-allow-origin": "*",
@@ -47,8 +47,14 @@ def assert_envelope(result, status: int, kind: str) -> None:
 
 
 @pytest.fixture
-def agent(host: Host) -> Client:
-    return host.client(tenant="t1", actor="alice", roles=["agent", "requester"])
+async def host(samples: TenantHost) -> TenantHost:
+    """The sample plugins on the session's shared host, in a tenant of the test's own."""
+    return samples
+
+
+@pytest.fixture
+def agent(host: TenantHost) -> Client:
+    return host.client(actor="alice", roles=["agent", "requester"])
 
 
 async def create_ticket(client: Client, **inputs) -> str:
@@ -59,7 +65,7 @@ async def create_ticket(client: Client, **inputs) -> str:
 # -- health --------------------------------------------------------------------------------
 
 
-async def test_health_needs_no_identity_and_reports_graph_hash(host: Host) -> None:
+async def test_health_needs_no_identity_and_reports_graph_hash(host: TenantHost) -> None:
     result = await host.client(tenant=None).health()
     assert result.status == 200
     assert set(result.json) == {"ok", "service", "graphHash"}
@@ -84,19 +90,21 @@ async def test_service_name_and_prefix_are_configurable(tessera) -> None:
 @pytest.mark.parametrize(
     "path", ["/_health", "/actions/helpdesk.ticket.create", "/projections/x.y", "/nowhere/at/all"]
 )
-async def test_options_on_any_path_is_204_with_cors_and_no_body(host: Host, path: str) -> None:
+async def test_options_on_any_path_is_204_with_cors_and_no_body(
+    host: TenantHost, path: str
+) -> None:
     result = await host.client(tenant=None).request("OPTIONS", path)
     assert result.status == 204
     assert result.json is None
     assert_cors(result.headers)
 
 
-async def test_unknown_route_is_404_envelope_with_cors(host: Host) -> None:
+async def test_unknown_route_is_404_envelope_with_cors(host: TenantHost) -> None:
     result = await host.client().request("GET", "/nowhere")
     assert_envelope(result, 404, "NotFound")
 
 
-async def test_wrong_method_is_405_envelope_with_allow_header(host: Host) -> None:
+async def test_wrong_method_is_405_envelope_with_allow_header(host: TenantHost) -> None:
     result = await host.client().request("POST", "/_health", body=b"{}")
     assert_envelope(result, 405, "BadRequest")
     assert result.headers["allow"] == "GET, OPTIONS"
@@ -108,7 +116,7 @@ async def test_wrong_method_is_405_envelope_with_allow_header(host: Host) -> Non
 # -- tenant and identity headers -------------------------------------------------------------
 
 
-async def test_missing_tenant_is_400_on_projections_and_actions(host: Host) -> None:
+async def test_missing_tenant_is_400_on_projections_and_actions(host: TenantHost) -> None:
     anonymous = host.client(tenant=None, roles=["agent"])
     assert_envelope(await anonymous.projection("helpdesk.ticket.queue"), 400, "BadRequest")
     result = await anonymous.action("helpdesk.ticket.create", inputs={"title": "x"})
@@ -117,14 +125,14 @@ async def test_missing_tenant_is_400_on_projections_and_actions(host: Host) -> N
     assert_envelope(await blank.projection("helpdesk.ticket.queue"), 400, "BadRequest")
 
 
-async def test_roleless_actor_is_denied_every_role_requiring_action(host: Host) -> None:
+async def test_roleless_actor_is_denied_every_role_requiring_action(host: TenantHost) -> None:
     for roles in (None, [], [" ", ""]):
         client = host.client(roles=roles)
         result = await client.action("helpdesk.ticket.create", inputs={"title": "x"})
         assert_envelope(result, 403, "PolicyDenied")
 
 
-async def test_roles_are_trimmed_and_empty_entries_dropped(host: Host) -> None:
+async def test_roles_are_trimmed_and_empty_entries_dropped(host: TenantHost) -> None:
     client = host.client()
     result = await client.request(
         "POST",
@@ -135,14 +143,14 @@ async def test_roles_are_trimmed_and_empty_entries_dropped(host: Host) -> None:
     assert result.status == 200, result.json
 
 
-async def test_actor_defaults_to_anon(host: Host) -> None:
+async def test_actor_defaults_to_anon(host: TenantHost) -> None:
     client = host.client(roles=["requester"])
     ticket = await client.action("helpdesk.ticket.create", inputs={"title": "x"})
     detail = await client.projection("helpdesk.ticket.detail", subject=ticket.outputs["id"])
     assert detail.json["data"]["item"]["requester"] == "anon"
 
 
-async def test_conflicting_duplicate_tenant_headers_are_rejected(host: Host) -> None:
+async def test_conflicting_duplicate_tenant_headers_are_rejected(host: TenantHost) -> None:
     client = host.client(tenant=None)
     result = await client._client.get(
         "/api/projections/helpdesk.ticket.queue",
@@ -253,7 +261,11 @@ async def test_subject_rules(agent: Client) -> None:
         headers=json_type,
     )
     assert_envelope(null, 400, "PolicySubjectRequired")
-    other = {"tenantId": "t2", "entityFqn": "helpdesk.ticket", "identityHandle": ticket}
+    other = {
+        "tenantId": f"{agent.tenant}-other",
+        "entityFqn": "helpdesk.ticket",
+        "identityHandle": ticket,
+    }
     assert_envelope(
         await agent.action("helpdesk.ticket.start", subject=other), 403, "TenantBoundaryViolation"
     )
@@ -264,9 +276,11 @@ async def test_subject_rules(agent: Client) -> None:
     )
 
 
-async def test_another_tenants_row_is_indistinguishable_from_a_missing_one(host: Host) -> None:
-    t1 = host.client(tenant="t1", roles=["agent"])
-    t2 = host.client(tenant="t2", roles=["agent"])
+async def test_another_tenants_row_is_indistinguishable_from_a_missing_one(
+    host: TenantHost,
+) -> None:
+    t1 = host.client(roles=["agent"])
+    t2 = host.client(tenant=host.new_tenant(), roles=["agent"])
     ticket = await create_ticket(t1)
     result = await t2.action("helpdesk.ticket.start", subject=ticket)
     assert_envelope(result, 404, "NotFound")
@@ -317,7 +331,7 @@ async def test_list_viewschema_shape(agent: Client) -> None:
     assert set(meta) == {"projection", "entity", "tenant", "locale", "generatedAt"}
     assert meta["projection"] == "helpdesk.ticket.queue"
     assert meta["entity"] == "helpdesk.ticket"
-    assert meta["tenant"] == "t1"
+    assert meta["tenant"] == agent.tenant
     assert meta["locale"] == "en-US"
     assert meta["generatedAt"].endswith("Z")
     assert doc["filters"] == []

@@ -129,6 +129,50 @@ async def test_a_dry_run_changes_nothing_and_answers_what_the_action_then_does(
     await _rehearse_then_run(host, agent, f"{TICKET}.escalate", subject=ticket)
 
 
+SYSTEM = {"id", "tenant_id", "created_at", "updated_at", "_version"}
+
+
+async def test_a_dry_run_plans_the_changes_and_audit_record_the_action_then_makes(
+    host: Host,
+) -> None:
+    """One write planner (issue 38): field for field, what a dry run says it would change is
+    what the real POST's audit record then holds (the row's history), by the same actor."""
+    rita = host.client(tenant="acme", actor="rita", roles=["requester"])
+    agent = host.client(tenant="acme", actor="ann", roles=["agent"])
+    steps: list[tuple[Client, str, dict[str, Any]]] = [
+        (rita, "create", {"title": "Printer", "priority": "high"}),
+        (agent, "start", {}),
+        (agent, "edit", {"priority": "low"}),
+        (agent, "resolve", {"resolution": "Rebooted"}),
+    ]
+    ticket: str | None = None
+    shown: dict[str, Any] = {}
+    for client, name, inputs in steps:
+        rehearsal, outputs = await _rehearse_then_run(
+            host, client, f"{TICKET}.{name}", subject=ticket, inputs=inputs
+        )
+        ticket = ticket or outputs["id"]
+        page = await agent.request(
+            "GET", f"/projections/{TICKET}.detail/history", query={"subject": ticket}
+        )
+        newest = page.json["data"]["items"][0]
+        after = (await agent.projection(f"{TICKET}.detail", subject=ticket)).item
+        assert after is not None
+        planned = {
+            field: _mask(value)
+            for field, value in rehearsal["changes"].items()
+            if field in after and field not in SYSTEM and value != shown.get(field)
+        }
+        made = {field: _mask(pair["after"]) for field, pair in newest["changes"].items()}
+        assert planned == made, name
+        audit = rehearsal["audit"]
+        assert (newest["action"], newest["actor"]) == (
+            audit["action"],
+            {"id": audit["actorId"], "roles": audit["roles"]},
+        )
+        shown = after
+
+
 async def test_a_dry_run_gives_back_the_number_it_drew(host: Host) -> None:
     clerk = host.client(tenant="acme", actor="carl", roles=["clerk"])
     inputs = {"customer": "C", "amount": {"amount": "1.50", "currency": "USD"}}
@@ -143,6 +187,8 @@ async def test_a_dry_run_refuses_as_the_action_would_and_changes_nothing(host: H
     ticket = (await rita.action(f"{TICKET}.create", inputs={"title": "T"})).outputs["id"]
     for step in ("cancel",):
         assert (await agent.action(f"{TICKET}.{step}", subject=ticket)).status == 200
+    # The cancel's event is delivered in the background (the delivery row goes): settle it first.
+    await host.deliveries_settled()
     before = await dump(host.database_url)
     cases: list[tuple[Client, str, str | None, dict[str, Any], int, str]] = [
         # the escalate effect's own refusal, which availability cannot foresee

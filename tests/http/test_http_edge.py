@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from plugin_api.testing import Host, Result
+from plugin_api.testing import Host, Result, TenantHost
 
 from .test_http_contract import assert_cors, assert_envelope
 
@@ -21,15 +21,33 @@ JSON_TYPE = ("Content-Type", "application/json")
 IDENTITY = [("X-Tenant-ID", "t1"), ("X-Actor-Id", "rita"), ("X-Actor-Roles", "requester")]
 
 
+@pytest.fixture
+async def host(samples: TenantHost) -> TenantHost:
+    """The sample plugins on the session's shared host, in a tenant of the test's own."""
+    return samples
+
+
 async def post(
     host: Host,
     headers: Sequence[tuple[str, str | bytes]],
     body: bytes = BODY,
     path: str = CREATE,
 ) -> Result:
-    """A POST with exactly these header lines (repeats kept, bytes sent as they are)."""
+    """A POST with exactly these header lines (repeats kept, bytes sent as they are); on a
+    shared host, the tenant ``t1`` of the lines is the test's own tenant."""
     client = host.app.test_client()
-    raw = [(k, v.decode("latin-1") if isinstance(v, bytes) else v) for k, v in headers]
+    own = host.tenant if isinstance(host, TenantHost) else "t1"
+    raw = [
+        (
+            k,
+            own
+            if (k, v) == ("X-Tenant-ID", "t1")
+            else v.decode("latin-1")
+            if isinstance(v, bytes)
+            else v,
+        )
+        for k, v in headers
+    ]
     response = await client.post(path, headers=raw, data=body)
     data = await response.get_data()
     return Result(
@@ -40,7 +58,7 @@ async def post(
 
 
 async def tickets(host: Host) -> list[dict[str, Any]]:
-    return (await host.client(tenant="t1").projection(f"{TICKET}.queue")).items
+    return (await host.client().projection(f"{TICKET}.queue")).items
 
 
 # -- identity headers ------------------------------------------------------------------------

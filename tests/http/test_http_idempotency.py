@@ -17,6 +17,13 @@ from host.runtime.idempotency import IdempotencyStore
 from host.storage import Storage, build_schema
 from plugin_api.testing import Client, Host
 
+
+@pytest.fixture
+def host(own_host: Host) -> Host:
+    """A host of the test's own: these tests read the whole database or act in the tenant ``t1``."""
+    return own_host
+
+
 SPEC_ALLOW = "Content-Type, X-Tenant-ID, X-Actor-Id, X-Actor-Roles"
 WITH_KEY = SPEC_ALLOW + ", Idempotency-Key"
 

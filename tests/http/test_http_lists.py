@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from plugin_api.testing import Client, Host, TesseraHarness
+from plugin_api.testing import Client, SharedHarness, TenantHost, TesseraHarness
 
 from ._lists_plugin import FIELDS, SORTABLE, THING, ListsPlugin
 
@@ -65,15 +65,26 @@ def _search_fold(text: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
-@pytest.fixture
-async def lab(tessera: TesseraHarness) -> Host:
-    return await tessera.start(plugins=[], extra=[("lab", ListsPlugin())], entry_points=False)
+LISTS = ListsPlugin()
 
 
 @pytest.fixture
-async def things(lab: Host) -> dict[str, dict[str, object]]:
-    """The rows of ``ROWS`` in tenant ``t1`` (plus noise in ``t2``): id -> model values."""
-    client = lab.client(tenant="t1")
+async def lab(tessera_shared: SharedHarness) -> TenantHost:
+    """The lists plugin on the session's shared host, in a tenant of the test's own."""
+    return await tessera_shared.start(plugins=[], extra=[("lab", LISTS)], entry_points=False)
+
+
+@pytest.fixture
+def other_tenant(lab: TenantHost) -> str:
+    """A second tenant of the test's own."""
+    return lab.new_tenant()
+
+
+@pytest.fixture
+async def things(lab: TenantHost, other_tenant: str) -> dict[str, dict[str, object]]:
+    """The rows of ``ROWS`` in the test's tenant (plus noise in ``other_tenant``): id -> model
+    values."""
+    client = lab.client()
     made: dict[str, dict[str, object]] = {}
     for row in ROWS:
         inputs = dict(zip(FIELDS, row, strict=True))
@@ -84,7 +95,7 @@ async def things(lab: Host) -> dict[str, dict[str, object]]:
             name: _model(name, value) for name, value in zip(FIELDS, row, strict=True)
         }
         made[outputs["id"]]["id"] = outputs["id"]
-    other = lab.client(tenant="t2")
+    other = lab.client(tenant=other_tenant)
     for row in ROWS[:3]:
         inputs = {"name": row[0], "count": row[2]}
         assert (await other.action(f"{THING}.create", inputs=inputs)).status == 200
@@ -190,21 +201,21 @@ def _expected(field: str, op: str, text: str) -> Check:
 
 @pytest.mark.parametrize(("field", "op", "text"), FILTER_CASES)
 async def test_filter_operator_and_type(
-    lab: Host, things: dict[str, dict[str, object]], field: str, op: str, text: str
+    lab: TenantHost, things: dict[str, dict[str, object]], field: str, op: str, text: str
 ) -> None:
     check = _expected(field, op, text)
     expected = sorted(i for i, row in things.items() if check(row[field]))
-    got = await _ids(lab.client(tenant="t1"), {f"filter.{field}.{op}": text, "pageSize": "500"})
+    got = await _ids(lab.client(), {f"filter.{field}.{op}": text, "pageSize": "500"})
     assert got == expected, (field, op, text)
     # ``filter.<field>=value`` is ``eq``
     if op == "eq":
-        assert await _ids(lab.client(tenant="t1"), {f"filter.{field}": text}) == expected
+        assert await _ids(lab.client(), {f"filter.{field}": text}) == expected
 
 
 async def test_filters_combine_with_and_and_search(
-    lab: Host, things: dict[str, dict[str, object]]
+    lab: TenantHost, things: dict[str, dict[str, object]]
 ) -> None:
-    client = lab.client(tenant="t1")
+    client = lab.client()
     query = {"filter.level.in": "low,mid", "filter.flag": "true", "q": "ALPHA"}
     expected = sorted(
         i
@@ -219,7 +230,7 @@ async def test_filters_combine_with_and_and_search(
 
 @pytest.mark.parametrize("q", ["hello", "É", "é", "ALPHA", "x:y", "%", "_", "nothing"])
 async def test_search_is_a_unicode_case_insensitive_substring(
-    lab: Host, things: dict[str, dict[str, object]], q: str
+    lab: TenantHost, things: dict[str, dict[str, object]], q: str
 ) -> None:
     expected = sorted(
         i
@@ -229,11 +240,13 @@ async def test_search_is_a_unicode_case_insensitive_substring(
             for f in ("name", "note")
         )
     )
-    assert await _ids(lab.client(tenant="t1"), {"q": q}) == expected
+    assert await _ids(lab.client(), {"q": q}) == expected
 
 
-async def test_created_at_and_id_filters(lab: Host, things: dict[str, dict[str, object]]) -> None:
-    client = lab.client(tenant="t1")
+async def test_created_at_and_id_filters(
+    lab: TenantHost, things: dict[str, dict[str, object]]
+) -> None:
+    client = lab.client()
     ordered = sorted(things)
     middle = ordered[4]
     assert await _ids(client, {"filter.id.gt": middle}) == ordered[5:]
@@ -288,9 +301,9 @@ async def _walk(client: Client, query: dict[str, str], size: int) -> list[str]:
 
 @pytest.mark.parametrize("key", [*SORTABLE, *(f"-{name}" for name in SORTABLE)])
 async def test_sort_every_type_and_walk_pages(
-    lab: Host, things: dict[str, dict[str, object]], key: str
+    lab: TenantHost, things: dict[str, dict[str, object]], key: str
 ) -> None:
-    client = lab.client(tenant="t1")
+    client = lab.client()
     expected = _sorted(things, [key])
     assert await _ids(client, {"sort": key}) == expected
     assert await _walk(client, {"sort": key}, 2) == expected
@@ -300,9 +313,9 @@ async def test_sort_every_type_and_walk_pages(
     "keys", [["level", "-count"], ["-flag", "price"], ["-due", "-name"], ["note", "level", "-id"]]
 )
 async def test_multi_key_sorts_page_exactly(
-    lab: Host, things: dict[str, dict[str, object]], keys: list[str]
+    lab: TenantHost, things: dict[str, dict[str, object]], keys: list[str]
 ) -> None:
-    client = lab.client(tenant="t1")
+    client = lab.client()
     expected = _sorted(things, keys)
     sort = ",".join(keys)
     assert await _ids(client, {"sort": sort}) == expected
@@ -310,20 +323,20 @@ async def test_multi_key_sorts_page_exactly(
         assert await _walk(client, {"sort": sort}, size) == expected
 
 
-async def test_filtered_sorted_pages(lab: Host, things: dict[str, dict[str, object]]) -> None:
-    client = lab.client(tenant="t1")
+async def test_filtered_sorted_pages(lab: TenantHost, things: dict[str, dict[str, object]]) -> None:
+    client = lab.client()
     keep = {i for i, r in things.items() if r["flag"] is not None}
     expected = [i for i in _sorted(things, ["-price"]) if i in keep]
     assert await _walk(client, {"sort": "-price", "filter.flag.null": "false"}, 2) == expected
 
 
 async def test_other_tenants_rows_never_appear(
-    lab: Host, things: dict[str, dict[str, object]]
+    lab: TenantHost, things: dict[str, dict[str, object]], other_tenant: str
 ) -> None:
-    other = lab.client(tenant="t2")
+    other = lab.client(tenant=other_tenant)
     items = (await other.projection(LIST, query={"filter.name.in": "alpha,Beta,gamma"})).items
     assert len(items) == 3 and not {i["id"] for i in items} & set(things)
-    assert await _ids(lab.client(tenant="t3"), {"pageSize": "5"}) == []
+    assert await _ids(lab.client(tenant=lab.new_tenant()), {"pageSize": "5"}) == []
 
 
 async def test_every_matching_row_without_a_page_size_is_streamed(
@@ -395,23 +408,23 @@ BAD_QUERIES: list[tuple[dict[str, str], str]] = [
 
 @pytest.mark.parametrize(("query", "message"), BAD_QUERIES)
 async def test_bad_list_parameters_are_400(
-    lab: Host, things: dict[str, dict[str, object]], query: dict[str, str], message: str
+    lab: TenantHost, things: dict[str, dict[str, object]], query: dict[str, str], message: str
 ) -> None:
-    result = await lab.client(tenant="t1").projection(LIST, query=query)
+    result = await lab.client().projection(LIST, query=query)
     assert (result.status, result.error_kind) == (400, "BadRequest"), result.json
     assert message in result.json["error"]["message"], result.json
 
 
-async def test_repeated_single_parameters_are_400(lab: Host) -> None:
-    client = lab.client(tenant="t1")
+async def test_repeated_single_parameters_are_400(lab: TenantHost) -> None:
+    client = lab.client()
     for name, value in (("pageSize", "2"), ("sort", "name"), ("q", "a"), ("cursor", "x")):
         result = await client.projection(LIST, query=[(name, value), (name, value)])
         assert result.status == 400, result.json
         assert f"'{name}' is given more than once" in result.json["error"]["message"]
 
 
-async def test_search_and_sort_need_declarations(lab: Host) -> None:
-    client = lab.client(tenant="t1")
+async def test_search_and_sort_need_declarations(lab: TenantHost) -> None:
+    client = lab.client()
     bare = f"{THING}.bare"
     for query, message in (
         ({"q": "x"}, "declares no search"),
@@ -433,9 +446,9 @@ async def _first_cursor(client: Client, query: dict[str, str], fqn: str = LIST) 
 
 
 async def test_cursor_is_bound_to_tenant_projection_filters_sort_and_search(
-    lab: Host, things: dict[str, dict[str, object]]
+    lab: TenantHost, things: dict[str, dict[str, object]]
 ) -> None:
-    mine = lab.client(tenant="t1")
+    mine = lab.client()
     base = {"filter.count.gte": "-10", "sort": "-name", "q": "a"}
     cursor = await _first_cursor(mine, base)
     good = await mine.projection(LIST, query={**base, "pageSize": "2", "cursor": cursor})
@@ -448,7 +461,7 @@ async def test_cursor_is_bound_to_tenant_projection_filters_sort_and_search(
     v11 = {**base, "cursor": cursor, "acceptSchemaVersions": "1.1.0"}
     assert (await mine.projection(LIST, query=v11)).status == 200
     reuses: list[tuple[Client, str, dict[str, str]]] = [
-        (lab.client(tenant="t2"), LIST, base),
+        (lab.client(tenant=lab.new_tenant()), LIST, base),
         (mine, f"{THING}.twin", base),
         (mine, LIST, {**base, "filter.count.gte": "-11"}),
         (mine, LIST, {**base, "filter.count.lte": "100"}),
@@ -466,9 +479,9 @@ async def test_cursor_is_bound_to_tenant_projection_filters_sort_and_search(
 
 
 async def test_cursors_carry_no_readable_value(
-    lab: Host, things: dict[str, dict[str, object]]
+    lab: TenantHost, things: dict[str, dict[str, object]]
 ) -> None:
-    client = lab.client(tenant="t1")
+    client = lab.client()
     for sort in ("name", "-note", "count", "due"):
         page = await client.projection(LIST, query={"sort": sort, "pageSize": "2"})
         cursor = page.json["data"]["pagination"]["nextCursor"]
@@ -485,8 +498,10 @@ async def test_cursors_carry_no_readable_value(
         assert following.status == 200 and following.json["data"]["items"][0] != last
 
 
-async def test_altered_cursors_are_400(lab: Host, things: dict[str, dict[str, object]]) -> None:
-    client = lab.client(tenant="t1")
+async def test_altered_cursors_are_400(
+    lab: TenantHost, things: dict[str, dict[str, object]]
+) -> None:
+    client = lab.client()
     query = {"sort": "count"}
     cursor = await _first_cursor(client, query)
     raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
@@ -510,12 +525,12 @@ async def test_altered_cursors_are_400(lab: Host, things: dict[str, dict[str, ob
 
 
 @pytest.mark.parametrize("sort", ["-count", "name", "level,-due"])
-async def test_pages_under_concurrent_inserts_and_updates(lab: Host, sort: str) -> None:
+async def test_pages_under_concurrent_inserts_and_updates(lab: TenantHost, sort: str) -> None:
     """Rows that exist and do not change while a client pages through appear exactly once,
     whatever is inserted or updated (concurrently, by another task) meanwhile."""
     import asyncio
 
-    client = lab.client(tenant="t1")
+    client = lab.client()
     made: list[str] = []
     for n in range(40):
         inputs = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from host.config import Settings
-from host.graph import compile_graph
+from host.graph import Graph, compile_graph
 from host.plugins import load_plugins
 from plugin_api import (
     CreateAction,
@@ -27,7 +27,9 @@ NOTE = "lab.note"
 SHOWN = ("id", "text", "owner")
 
 
-def _plugin(floor: ReadAccess | None) -> SimpleNamespace:
+def _plugin(
+    floor: ReadAccess | None, everyone: ReadAccess | None = None, api: str = "1.0"
+) -> SimpleNamespace:
     entity = Entity(
         fqn=NOTE,
         fields=(
@@ -40,12 +42,13 @@ def _plugin(floor: ReadAccess | None) -> SimpleNamespace:
         fqn=f"{NOTE}.create", entity=NOTE, inputs=("text",), stamps=(Stamp.actor("owner"),)
     )
     projections = [
-        Projection(fqn=f"{NOTE}.all", entity=NOTE, fields=SHOWN),
+        Projection(fqn=f"{NOTE}.all", entity=NOTE, fields=SHOWN, access=everyone),
         Projection(
             fqn=f"{NOTE}.desk", entity=NOTE, fields=SHOWN, access=ReadAccess(roles=("boss",))
         ),
     ]
     return SimpleNamespace(
+        TESSERA_PLUGIN_API=api,
         tessera_entities=hookimpl(lambda: [entity]),
         tessera_actions=hookimpl(lambda: [create]),
         tessera_projections=hookimpl(lambda: projections),
@@ -81,11 +84,20 @@ async def test_every_projection_inherits_the_floor(tessera: TesseraHarness) -> N
 
 
 def test_the_compiler_warns_when_projections_of_an_entity_disagree() -> None:
-    def warnings(floor: ReadAccess | None) -> tuple[str, ...]:
-        loaded = load_plugins(Settings(), extra=[("lab", _plugin(floor))], entry_points=False)
-        return compile_graph(loaded).warnings
+    def compiled(
+        floor: ReadAccess | None, everyone: ReadAccess | None = None, api: str = "1.0"
+    ) -> Graph:
+        plugin = _plugin(floor, everyone, api)
+        return compile_graph(load_plugins(Settings(), extra=[("lab", plugin)], entry_points=False))
 
-    (warning,) = warnings(None)
+    (warning,) = compiled(None).warnings
     assert f"entity {NOTE!r}" in warning and f"'{NOTE}.desk' restrict" in warning
     assert f"'{NOTE}.all' show the same rows without a restriction" in warning
-    assert warnings(FLOOR) == ()
+    assert "declare the open ones open on purpose (access=ReadAccess())" in warning
+    assert compiled(FLOOR).warnings == ()
+    # Plugin API 1.11: an empty ReadAccess() is open on purpose (no gate, no warning); an
+    # older plugin's stays a guarded read (docs/compatibility.md).
+    modern = compiled(None, ReadAccess(), "1.11")
+    assert modern.warnings == () and modern.projections[f"{NOTE}.all"].definition.access is None
+    older = compiled(None, ReadAccess(), "1.10")
+    assert older.projections[f"{NOTE}.all"].definition.access == ReadAccess()

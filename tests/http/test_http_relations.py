@@ -577,5 +577,5 @@ async def test_a_sortable_followed_field_is_indexed_on_its_own_table(
         await storage.disconnect()
     # project.key is sortable on the board: (tenant, key, id) on the project table; the
     # reference column keeps its (tenant, project) index on the issue table.
-    assert any(name.startswith(f"tx_{_table(PROJECT)}__key_") for name in found), found
-    assert any("project" in name and not name.startswith("tx_") for name in issue_indexes)
+    assert any(name.startswith(f"{_table(PROJECT)}___key___lst_") for name in found), found
+    assert f"{_table(ISSUE)}___project___ref" in issue_indexes

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from plugin_api.testing import Host
+
+
+@pytest.fixture
+def host(own_host: Host) -> Host:
+    """A host of the test's own: these tests act in the tenant ``t1``."""
+    return own_host
+
 
 V13 = {"acceptSchemaVersions": "1.3.0"}
 

@@ -352,14 +352,24 @@ def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     """A dict the test fills with its figures; collected under the test's id and backend,
     with the test's wall time (``seconds``, server start-up included)."""
     record: dict[str, Any] = {"backend": BACKEND}
-    _FIGURES[f"{request.node.nodeid} [{BACKEND}]"] = record
     started = time.monotonic()
     yield record
     record["seconds"] = round(time.monotonic() - started, 1)
+    # Through the report, so that the figures of pytest-xdist's workers reach the controller.
+    plain = json.loads(json.dumps(record, default=str))
+    request.node.user_properties.append(("reliability_figures", plain))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "teardown":
+        return
+    for name, value in report.user_properties:
+        if name == "reliability_figures" and isinstance(value, dict):
+            _FIGURES[f"{report.nodeid} [{value['backend']}]"] = value
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if not _FIGURES:
+    if not _FIGURES or hasattr(session.config, "workerinput"):  # the controller writes them
         return
     text = json.dumps(_FIGURES, indent=2, sort_keys=True, default=str)
     targets = [session.config._tmp_path_factory.getbasetemp() / "reliability-figures.json"]  # type: ignore[attr-defined]

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from plugin_api.testing import Host, TesseraHarness
+from plugin_api.testing import Host, SharedHarness, TenantHost, TesseraHarness
 
+from ._purchasing import EXTRA
 from ._tracker import Reports, Tracker
 
 FAST: dict[str, Any] = {
@@ -32,4 +33,13 @@ def reports() -> Reports:
 async def rules_host(tessera: TesseraHarness, tracker: Tracker, reports: Reports) -> Host:
     return await tessera.start(
         plugins=[], extra=[("tracker", tracker), ("reports", reports)], **FAST
+    )
+
+
+@pytest.fixture
+async def purchasing_host(tessera_shared: SharedHarness) -> TenantHost:
+    """The samples (with billing's helpdesk part) and the purchasing and desk plugins
+    (``_purchasing.py``, issue 38) on the session's shared host, in a tenant of the test's own."""
+    return await tessera_shared.start(
+        plugins=["helpdesk", "billing", "billing_helpdesk"], extra=EXTRA
     )

@@ -427,6 +427,7 @@ async def test_the_openapi_document_shows_declared_constraints_only(rules_host: 
     assert '"pattern":"^(?:[A-Z][A-Z0-9]{1,9})$"' in text  # the project's key
     assert '"maxLength":40,"minLength":1' in text  # the project's name, max enforced
     assert "maxLength is enforced (400 beyond it)" in text
-    assert '"maxLength":80,"minLength":3' in text  # the issue's title, max advisory
-    assert "maxLength is advisory" in text
+    # the issue's title: its advisory max is no rule of the request (issue 40)
+    assert '"minLength":3,"type":"string","x-tessera-advisory-max-length":80' in text
+    assert "At most 80 characters is advisory" in text
     assert '"format":"int64","maximum":100,"minimum":0' in text  # the issue's points

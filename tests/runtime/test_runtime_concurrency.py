@@ -14,9 +14,17 @@ import time
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from plugin_api.testing import Host, Result
 
 from ._support import INVOICE, ITEM, TICKET, LabPlugin, audit_rows, is_postgres, snapshot
+
+
+@pytest.fixture
+def host(own_host: Host) -> Host:
+    """A host of the test's own: these tests act in the tenant ``t1``."""
+    return own_host
 
 
 def assert_no_lock_errors(results: list[Result]) -> None:

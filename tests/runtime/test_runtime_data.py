@@ -192,8 +192,9 @@ async def test_values_are_validated_like_inputs_and_nothing_is_stored(
         lambda ctx: ctx.data.find(TICKET, Condition(field="billable", op="gt", value=True)),
         lambda ctx: ctx.data.find(TICKET, Condition(field="title", op="like", value="%")),
         lambda ctx: ctx.data.find(TICKET, Condition(field="title", operator="like", value="%")),
-        lambda ctx: ctx.data.find(TICKET, Condition(field="_version", op="eq", value="x")),
-        lambda ctx: ctx.data.find(TICKET, Condition(field="created_at", op="null", value=True)),
+        # A condition on _version and null on a never-null field: refused for plugins that
+        # require plugin API 1.6 or later (this lab plugin requires nothing, so it gets the
+        # answers of 1.3): tests/compat/test_compat_data.py.
     ]
     for call in misuse:
         lab.effect = call

@@ -13,6 +13,13 @@ from plugin_api.testing import Client, Host, Result
 
 from ._support import AUDIT, INVOICE, TICKET, snapshot
 
+
+@pytest.fixture
+def host(own_host: Host) -> Host:
+    """A host of the test's own: these tests read the whole database (nothing written anywhere)."""
+    return own_host
+
+
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 

@@ -55,6 +55,12 @@ def test_metrics_of_two_workers_add_up(tmp_path: Path, reset_database: str) -> N
                     headers={**IDENTITY, "X-Actor-Roles": "agent"},
                 )
                 assert done.status_code == 200, done.text
+            # A ticket due in a second: the helpdesk's overdue timer fires (issue 41).
+            soon = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2))
+            due = http.post(
+                url, json={"inputs": {"title": "due", "due_at": soon}}, headers=IDENTITY
+            )
+            assert due.status_code == 200, due.text
             refused = http.post(url, json={"inputs": {}}, headers=IDENTITY)
             assert refused.status_code == 400
             unknown = http.post("/api/actions/no.such.thing", json={}, headers=IDENTITY)
@@ -65,7 +71,8 @@ def test_metrics_of_two_workers_add_up(tmp_path: Path, reset_database: str) -> N
         while True:  # the event is delivered after the commit, by either worker
             scraped = httpx.get(f"{server.base_url}/metrics", timeout=10)
             delivered = sample(scraped.text, "tessera_event_deliveries_total", **notify)
-            if delivered or time.monotonic() > deadline:
+            fired = sample(scraped.text, "tessera_timer_firings_total", outcome="fired")
+            if (delivered and fired) or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
     assert scraped.status_code == 200
@@ -75,15 +82,18 @@ def test_metrics_of_two_workers_add_up(tmp_path: Path, reset_database: str) -> N
     # The readiness probes of run_server count too: at least the 40 sent here.
     assert sample(text, "tessera_http_requests_total", route="_health", status="200") >= health
     create = "helpdesk.ticket.create"
-    assert sample(text, "tessera_http_requests_total", action=create, status="200") == 3
-    assert sample(text, "tessera_action_outcomes_total", action=create, outcome="ok") == 3
+    assert sample(text, "tessera_http_requests_total", action=create, status="200") == 4
+    assert sample(text, "tessera_action_outcomes_total", action=create, outcome="ok") == 4
     assert sample(text, "tessera_action_outcomes_total", action=create, outcome="BadRequest") == 1
     assert sample(text, "tessera_action_outcomes_total", action="unknown") == 1
     assert sample(text, "tessera_db_transaction_seconds_count") >= 3
-    assert sample(text, "tessera_http_request_duration_seconds_count", route="actions") == 7
+    assert sample(text, "tessera_http_request_duration_seconds_count", route="actions") == 8
     assert "tessera_db_connections_in_use" in text
     assert sample(text, "tessera_event_deliveries_total", **notify, outcome="delivered") == 1
     assert sample(text, "tessera_event_delivery_lag_seconds_count", **notify) == 1
+    assert sample(text, "tessera_timer_firings_total", outcome="fired") == 1
+    assert sample(text, "tessera_timer_lag_seconds_count") == 1
+    assert "tessera_timers_pending" in text
 
 
 def test_metrics_are_off_by_default(tmp_path: Path, reset_database: str) -> None:

@@ -15,7 +15,9 @@ import pytest
 
 from .conftest import free_port
 
-pytestmark = pytest.mark.slow
+# Process supervision, not storage (a SQLite file of the test's own on every backend): the
+# module runs once, in the SQLite environments.
+pytestmark = [pytest.mark.slow, pytest.mark.backend_neutral]
 
 
 def _serve(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path]:

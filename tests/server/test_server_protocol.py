@@ -17,7 +17,14 @@ import pytest
 
 from .conftest import Responses, Server, run_server
 
-pytestmark = pytest.mark.slow
+# The protocol on the service port, not storage: a SQLite file of the test's own on every
+# backend, so the module runs once, in the SQLite environments.
+pytestmark = [pytest.mark.slow, pytest.mark.backend_neutral]
+
+
+def own_database(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'protocol.db'}"
+
 
 HEALTH = b"GET /api/_health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 H2C_UPGRADE = (
@@ -44,8 +51,8 @@ def read_until_closed(sock: socket.socket) -> bytes:
     return received
 
 
-def test_upgrade_is_never_honoured_and_http2_is_off(tmp_path: Path, reset_database: str) -> None:
-    with run_server(tmp_path, database=reset_database) as server:
+def test_upgrade_is_never_honoured_and_http2_is_off(tmp_path: Path) -> None:
+    with run_server(tmp_path, database=own_database(tmp_path)) as server:
         # Upgrade: h2c and Upgrade: websocket are served as the HTTP/1.1 requests they are,
         # and the connection stays HTTP/1.1 for the next request.
         for upgrade in (H2C_UPGRADE, WEBSOCKET_UPGRADE):
@@ -107,8 +114,10 @@ def h2_get(server: Server, path: str) -> tuple[int, dict[str, str], bytes]:
     return int(headers.pop(":status")), headers, body
 
 
-def test_http2_when_configured_still_without_upgrade(tmp_path: Path, reset_database: str) -> None:
-    with run_server(tmp_path, database=reset_database, env={"TESSERA_HTTP2": "true"}) as server:
+def test_http2_when_configured_still_without_upgrade(tmp_path: Path) -> None:
+    with run_server(
+        tmp_path, database=own_database(tmp_path), env={"TESSERA_HTTP2": "true"}
+    ) as server:
         status, headers, body = h2_get(server, "/api/_health")
         assert status == 200 and json.loads(body)["ok"] is True
         assert headers["access-control-allow-origin"] == "*"
@@ -120,16 +129,14 @@ def test_http2_when_configured_still_without_upgrade(tmp_path: Path, reset_datab
         assert status == 200, body
 
 
-def test_an_oversized_body_gets_413_before_any_100_continue(
-    tmp_path: Path, reset_database: str
-) -> None:
+def test_an_oversized_body_gets_413_before_any_100_continue(tmp_path: Path) -> None:
     action = (
         b"POST /api/actions/helpdesk.ticket.create HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"X-Tenant-ID: t1\r\nX-Actor-Id: rita\r\nX-Actor-Roles: requester\r\n"
         b"Content-Type: application/json\r\nExpect: 100-continue\r\n"
     )
     env = {"TESSERA_MAX_BODY_BYTES": "1000"}
-    with run_server(tmp_path, database=reset_database, env=env) as server:
+    with run_server(tmp_path, database=own_database(tmp_path), env=env) as server:
         with connect(server) as sock:
             sock.sendall(action + b"Content-Length: 1001\r\n\r\n")  # and never the body
             received = read_until_closed(sock)
@@ -156,7 +163,7 @@ def test_an_oversized_body_gets_413_before_any_100_continue(
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-def test_tls_offers_h2_by_alpn_only_when_configured(tmp_path: Path, reset_database: str) -> None:
+def test_tls_offers_h2_by_alpn_only_when_configured(tmp_path: Path) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
     subject = ["-subj", "/CN=127.0.0.1"]
@@ -170,7 +177,9 @@ def test_tls_offers_h2_by_alpn_only_when_configured(tmp_path: Path, reset_databa
     for http2, expected in (("false", "http/1.1"), ("true", "h2")):
         env = {"TESSERA_HTTP2": http2}
         with (
-            run_server(tmp_path, database=reset_database, env=env, certificate=(cert, key)) as s,
+            run_server(
+                tmp_path, database=own_database(tmp_path), env=env, certificate=(cert, key)
+            ) as s,
             context.wrap_socket(connect(s)) as tls,
         ):
             assert tls.selected_alpn_protocol() == expected, http2

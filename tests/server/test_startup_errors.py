@@ -16,7 +16,10 @@ from plugin_api.testing import DEFAULT_POSTGRES_URL
 
 from .conftest import free_port
 
-pytestmark = pytest.mark.slow
+# Each case names its own database URL (a SQLite file, or the local PostgreSQL server made
+# unreachable or missing) whatever the run's backend: the module runs once, in the SQLite
+# environments.
+pytestmark = [pytest.mark.slow, pytest.mark.backend_neutral]
 
 PG = os.environ.get("TESSERA_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
 

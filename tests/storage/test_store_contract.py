@@ -503,7 +503,7 @@ async def test_the_audit_record_holds_what_the_record_said(rig: Rig) -> None:
     await commit(rig, rig.store.closing(item.statement, rig.store.audit(said), None))
 
     (stored,) = await table(rig, rig.schema.audit)
-    assert len(rig.schema.audit_columns) == 13
+    assert len(rig.schema.audit_columns) == 14
     assert set(stored) == {"seq", "xact", *rig.schema.audit_columns}
     as_json = ("roles", "inputs", "outputs")
     assert {name: json.loads(stored[name]) for name in as_json} == {
@@ -522,6 +522,7 @@ async def test_the_audit_record_holds_what_the_record_said(rig: Rig) -> None:
         "created_at": NOW,
         "version": None,
         "changes": None,
+        "via": None,
     }
 
 

@@ -52,7 +52,7 @@ FIELDS: dict[FieldType, Field] = {
 # Write-shape samples of each type (what an action input may be) and their read shapes.
 SAMPLES: dict[FieldType, list[tuple[Any, Any]]] = {
     FieldType.STRING: [("", ""), ("Drucker ☃", "Drucker ☃"), ("null", "null")],
-    FieldType.INTEGER: [(0, 0), (-(2**63), -(2**63)), ("12e2", 1200), (3.9, 3)],
+    FieldType.INTEGER: [(0, 0), (-(2**63), -(2**63)), ("1200.9", 1200), (3.9, 3)],
     FieldType.DATETIME: [
         ("2030-01-02T03:04:05Z", "2030-01-02T03:04:05Z"),
         ("2030-01-02T03:04:05.250+01:00", "2030-01-02T02:04:05.25Z"),

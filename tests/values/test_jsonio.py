@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+
+# The guards against pathological inputs measure this thread's CPU time, not wall time: a
+# loaded machine (CI runs environments side by side) must not fail them.
 from decimal import Decimal
 from types import MappingProxyType
 
@@ -140,12 +143,12 @@ def test_lone_surrogate_escapes_are_rejected() -> None:
 def test_deep_nesting_is_a_bad_request_and_fast(
     levels: int, opener: bytes, inner: bytes, closer: bytes
 ) -> None:
-    start = time.perf_counter()
+    start = time.thread_time()
     message = bad(opener * levels + inner + closer * levels, "nested too deeply")
     assert message == f"Request body is nested too deeply (at most {MAX_DEPTH} levels)"
     with pytest.raises(BadRequest):  # truncated: either message is fine, but never a crash
         loads(opener * levels)
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < 1.0
 
 
 def test_nesting_at_the_limit_is_accepted() -> None:
@@ -163,10 +166,10 @@ def test_nesting_at_the_limit_is_accepted() -> None:
 
 def test_wide_documents_are_fine() -> None:
     raw = json.dumps({f"k{i}": [i, {"v": str(i)}] for i in range(20_000)}).encode()
-    start = time.perf_counter()
+    start = time.thread_time()
     value = loads_object(raw)
     assert len(value) == 20_000
-    assert time.perf_counter() - start < 2.0
+    assert time.thread_time() - start < 2.0
 
 
 @pytest.mark.parametrize("raw", [b"[]", b"[{}]", b'"{}"', b"1", b"null", b"true"])
@@ -227,3 +230,38 @@ def test_round_trip_of_request_values() -> None:
     assert loads(dumps(loads(raw))) == {
         "inputs": {"price": {"amount": "12.50", "currency": "EUR"}, "n": "2.50", "t": "\x00"}
     }
+
+
+def test_the_orjson_first_path_answers_as_the_exact_decoder() -> None:
+    """loads decodes with orjson first and with the standard library's decoder where orjson
+    would differ: values (types included) and error messages are the exact decoder's."""
+    import random
+
+    from host.jsonio import _loads_exact
+
+    atoms = [
+        "1", "-0", "1.5", "-2E-3", "18446744073709551616", "-9223372036854775809", '"x"',
+        '"\\ud800"', '"\\ud83d\\ude00"', "true", "null", "NaN", '"\\u0000"', "1" * 5000, "01",
+    ]  # fmt: skip
+    rng = random.Random(43)
+
+    def body(depth: int = 0) -> str:
+        pick = rng.random()
+        if depth > 66 or pick < 0.4:
+            return rng.choice(atoms)
+        parts = [body(depth + 1) for _ in range(rng.randint(0, 3))]
+        if pick < 0.7:
+            return "[" + ",".join(parts) + "]"
+        return "{" + ",".join(f'"{rng.choice("ab")}":{part}' for part in parts) + "}"
+
+    def answer(decode: object, raw: bytes) -> object:
+        try:
+            value = decode(raw)  # type: ignore[operator]
+        except BadRequest as error:
+            return ("error", error.message)
+        return ("value", json.dumps(value, default=lambda d: ["Decimal", str(d)]))
+
+    bodies = [body().encode() for _ in range(3000)]
+    bodies += [b"", b"\xef\xbb\xbf[1.0]", b"\xff", b"[1]x", b"[" * 70 + b"1.5" + b"]" * 70]
+    for raw in bodies:
+        assert answer(loads, raw) == answer(_loads_exact, raw), raw

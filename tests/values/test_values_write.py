@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+
+# The guards against pathological inputs measure this thread's CPU time, not wall time: a
+# loaded machine (CI runs environments side by side) must not fail them.
 from collections.abc import Mapping
 from decimal import Decimal
 from types import MappingProxyType
@@ -188,11 +191,11 @@ def test_integer_message_matches_the_documented_form() -> None:
 
 
 def test_integer_huge_exponent_is_fast() -> None:
-    start = time.perf_counter()
+    start = time.thread_time()
     for value in (Decimal("1e999999999"), "1e999999999", "9" * 100_000 + ".5"):
         with pytest.raises(BadRequest):
             coerce_write(INTEGER, value)
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < 1.0
 
 
 # --- datetime --------------------------------------------------------------------------------
@@ -301,11 +304,11 @@ def test_datetime_canonical_text_sorts_like_time() -> None:
 
 
 def test_datetime_huge_fraction_is_fast() -> None:
-    start = time.perf_counter()
+    start = time.thread_time()
     assert coerce_write(DATETIME, "2030-01-01T00:00:00." + "9" * 1_000_000 + "Z") == (
         "2030-01-01T00:00:00.999999Z"
     )
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < 1.0
 
 
 # --- enum ------------------------------------------------------------------------------------
@@ -388,9 +391,9 @@ def test_money_accepts(amount: object, expected: str) -> None:
     ],
 )
 def test_money_out_of_range(amount: object) -> None:
-    start = time.perf_counter()
+    start = time.thread_time()
     rejects(MONEY, eur(amount), "out of range")
-    assert time.perf_counter() - start < 0.5
+    assert time.thread_time() - start < 0.5
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,9 @@
 // Live refresh of a console list or detail page (docs/console.md, "Live refresh").
 // The page works without this script; with it, a change of the rows the page shows
 // puts a notice with a reload link in the page's #live status region. It never
-// reloads by itself: the reader may be in the middle of a form.
+// reloads by itself: the reader may be in the middle of a form. On a list page the
+// stream tracks the rows shown: one that leaves the list (a "left" event) is struck
+// through and named in the status region ("<display text> left this list").
 (function () {
   "use strict";
   var box = document.getElementById("live");
@@ -29,6 +31,18 @@
     var change = JSON.parse(event.data);
     if (!subject || change.id === subject) {
       tell();
+    }
+  });
+  source.addEventListener("left", function (event) {
+    var left = JSON.parse(event.data);
+    var rows = document.querySelectorAll("tr[data-row]");
+    for (var i = 0; i < rows.length; i += 1) {
+      if (rows[i].getAttribute("data-row") === left.id) {
+        rows[i].classList.add("left");
+        var note = document.createElement("p");
+        note.textContent = rows[i].getAttribute("data-display") + " left this list";
+        box.appendChild(note);
+      }
     }
   });
   // The stream could not resume: changes may have been missed.

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from plugin_api import (
     Action,
     ActionContext,
+    Condition,
     CreateAction,
     EffectHandler,
     Entity,
@@ -22,17 +23,21 @@ from plugin_api import (
     Filter,
     ListOptions,
     Projection,
+    Requirement,
     WorkflowStateMismatch,
     dry_run_safe,
     hookimpl,
 )
 
 TESSERA_PLUGIN_API = "1.7"  # ctx.data and reference fields (1.3), dry_run_safe (1.7)
+TESSERA_PLUGIN_LABEL = "Billing of tickets"
+"""How people read the plugin's name (plugin API 1.10)."""
 CHARGE = "billing.charge"
 TICKET = "helpdesk.ticket"
 
 charge = Entity(
     fqn=CHARGE,
+    label="Charge",
     fields=(
         Field(name="ticket", type=FieldType.REFERENCE, target=TICKET),
         Field(name="hours", type=FieldType.INTEGER),
@@ -48,6 +53,20 @@ ACTIONS: tuple[Action, ...] = (
         inputs=("ticket", "hours", "amount"),
         roles=("clerk",),
         effect="billing.invoice_ticket",
+        # Declared (plugin API 1.10): checked through the reference before the effect runs.
+        requires=(
+            Requirement(
+                when=Condition(field="ticket.billable", value=True),
+                refuse=WorkflowStateMismatch,
+                message="The ticket is not billable",
+            ),
+            Requirement(
+                when=Condition(field="ticket.invoice", operator="null", value=True),
+                refuse=WorkflowStateMismatch,
+                message="The ticket is already invoiced",
+            ),
+        ),
+        label="Charge a ticket",
     ),
 )
 
@@ -55,6 +74,7 @@ PROJECTIONS: tuple[Projection, ...] = (
     Projection(
         fqn=f"{CHARGE}.list",
         entity=CHARGE,
+        label="Charges",
         fields=("id", "ticket", "hours", "amount", "invoice", "created_at"),
         actions=(f"{CHARGE}.create",),
         # A reference is filterable like any column (indexed by tenant and value).
@@ -69,11 +89,7 @@ async def invoice_ticket(ctx: ActionContext) -> None:
     """Invoice a billable ticket once: create the invoice, link it, record it on the ticket."""
     ticket_id = ctx.changes["ticket"]  # the host checked it exists in this tenant
     ticket = await ctx.data.get(TICKET, ticket_id)
-    assert ticket is not None
-    if not ticket["billable"]:
-        raise WorkflowStateMismatch("The ticket is not billable")
-    if ticket["invoice"] is not None:
-        raise WorkflowStateMismatch("The ticket is already invoiced")
+    assert ticket is not None  # billable and not invoiced: the action's requirements
     invoice = await ctx.data.create(
         "billing.invoice",
         {

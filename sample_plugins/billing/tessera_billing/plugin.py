@@ -25,13 +25,20 @@ from plugin_api import (
     hookimpl,
 )
 
-TESSERA_PLUGIN_API = "1.7"  # dry_run_safe
+TESSERA_PLUGIN_API = "1.11"  # dry_run_safe (1.7), labels (1.10), an open ReadAccess() (1.11)
+OPEN = ReadAccess()
+"""Open on purpose: every reader of the tenant reads the v0.1 list and detail (the spec's
+projection routes apply no policy); the clerks' desk below is a view for clerks."""
 
+TESSERA_PLUGIN_LABEL = "Billing"
+"""How people read the plugin's name (plugin API 1.10; an older host ignores it)."""
 INVOICE = "billing.invoice"
 NUMBER_SEQUENCE = "billing.invoice.number"
 
 invoice = Entity(
     fqn=INVOICE,
+    display="customer",  # a reference to an invoice shows its customer
+    label="Invoice",
     fields=(
         Field(name="customer", type=FieldType.STRING, max_length=80),
         Field(name="amount", type=FieldType.MONEY, currency="USD"),
@@ -65,12 +72,14 @@ ACTIONS: tuple[Action, ...] = (
         entity=INVOICE,
         inputs=("customer", "amount", "lines"),
         roles=("clerk",),
+        label="New invoice",
     ),
     UpdateAction(
         fqn=f"{INVOICE}.amend",
         entity=INVOICE,
         patchable=("customer", "amount", "lines"),
         roles=("clerk",),
+        label="Amend",
     ),
     TransitionAction(
         fqn=f"{INVOICE}.issue",
@@ -79,6 +88,7 @@ ACTIONS: tuple[Action, ...] = (
         stampable=(),
         roles=("clerk",),
         effect="billing.assign_number",
+        label="Issue",
     ),
     # No transition stamps inputs: the number the issue effect assigns stays the number.
     TransitionAction(
@@ -87,6 +97,7 @@ ACTIONS: tuple[Action, ...] = (
         transition="pay",
         stampable=(),
         roles=("clerk", "accountant"),
+        label="Mark paid",
     ),
     TransitionAction(
         fqn=f"{INVOICE}.void",
@@ -94,6 +105,7 @@ ACTIONS: tuple[Action, ...] = (
         transition="void",
         stampable=(),
         roles=("accountant",),
+        label="Void",
     ),
 )
 
@@ -101,6 +113,8 @@ PROJECTIONS: tuple[Projection, ...] = (
     Projection(
         fqn=f"{INVOICE}.list",
         entity=INVOICE,
+        access=OPEN,
+        label="Invoices",
         fields=("id", "number", "customer", "amount", "status", "issued_at"),
         actions=(f"{INVOICE}.create", f"{INVOICE}.issue"),
         listing=ListOptions(
@@ -119,6 +133,8 @@ PROJECTIONS: tuple[Projection, ...] = (
     Projection(
         fqn=f"{INVOICE}.detail",
         entity=INVOICE,
+        access=OPEN,
+        label="Invoice",
         fields=(
             "id",
             "customer",
@@ -142,6 +158,7 @@ PROJECTIONS: tuple[Projection, ...] = (
 DESK = Projection(
     fqn=f"{INVOICE}.desk",
     entity=INVOICE,
+    label="Clerks' desk",
     fields=("id", "number", "customer", "amount", "lines", "status", "paid", "updated_at"),
     actions=tuple(f"{INVOICE}.{name}" for name in ("create", "amend", "issue", "pay")),
     listing=ListOptions(

@@ -28,6 +28,7 @@ NOTIFICATION = "helpdesk.notification"
 # docs:start notification-entity
 notification = Entity(
     fqn=NOTIFICATION,
+    label="Notification",
     fields=(
         Field(name="recipient", type=FieldType.STRING),
         Field(name="ticket", type=FieldType.REFERENCE, target=TICKET),
@@ -39,6 +40,7 @@ notification = Entity(
 inbox = Projection(
     fqn=f"{NOTIFICATION}.inbox",
     entity=NOTIFICATION,
+    label="Inbox",
     fields=("id", "recipient", "ticket", "event_id", "message", "created_at"),
     listing=ListOptions(
         filters=(Filter(field="ticket"), Filter(field="recipient")),

@@ -24,9 +24,11 @@ from plugin_api import (
     ReadAccess,
     ReadContext,
     ReadPolicyResult,
+    Requirement,
     RowScope,
     Stamp,
     Subscriber,
+    Timer,
     Transition,
     TransitionAction,
     UpdateAction,
@@ -35,15 +37,19 @@ from plugin_api import (
     batch_policy,
     dry_run_safe,
     hookimpl,
+    refuses,
 )
 
 # docs:end helpdesk-imports
-from tessera_helpdesk import notify
+from tessera_helpdesk import notify, timers
 
-TESSERA_PLUGIN_API = "1.7"
+TESSERA_PLUGIN_API = "1.11"
 """The plugin API this plugin needs (1.2: ``ANONYMOUS_ACTOR``, ``ListOptions``; 1.5: event
 subscribers; 1.6: ``Condition`` with ``operator``, the one condition type; 1.7:
-``dry_run_safe``, ``batch_policy``)."""
+``dry_run_safe``, ``batch_policy``; 1.10: labels, ``requires``, timers; 1.11: ``OPEN``, an
+empty ``ReadAccess()`` declaring a projection open on purpose)."""
+TESSERA_PLUGIN_LABEL = "Helpdesk"
+"""How people read the plugin's name (plugin API 1.10; an older host ignores it)."""
 OPEN_TICKET_LIMIT = 3
 
 TICKET = "helpdesk.ticket"
@@ -78,6 +84,8 @@ ticket = Entity(
         # a plain string: the helpdesk depends on no other plugin.
         Field(name="invoice", type=FieldType.STRING, nullable=True),
     ),
+    display="title",  # a reference to a ticket shows its title (ViewSchema 1.4.0, console)
+    label="Ticket",
     workflow=Workflow(
         state_field="state",
         initial="open",
@@ -110,6 +118,16 @@ ticket = Entity(
 # docs:end ticket-entity
 
 
+# docs:start escalate-requires
+# Declared (plugin API 1.10): the runtime, availability and dry runs check it in one place.
+NOT_CLOSED = Requirement(
+    when=Condition(field="state", operator="ne", value="closed"),
+    refuse=WorkflowStateMismatch,
+    message="A closed ticket cannot be escalated",
+)
+# docs:end escalate-requires
+
+
 # docs:start helpdesk-actions
 def _transition(
     name: str,
@@ -117,6 +135,7 @@ def _transition(
     *,
     stampable: tuple[str, ...] = (),
     policies: tuple[str, ...] = (),
+    label: str | None = None,
 ) -> TransitionAction:
     # Inputs stamp only what is named: by default a transition keeps its inputs in the
     # audit record alone, so none can overwrite the requester or the assignee.
@@ -127,6 +146,7 @@ def _transition(
         stampable=stampable,
         roles=roles,
         policies=policies,
+        label=label,
     )
 
 
@@ -137,28 +157,39 @@ ACTIONS: tuple[Action, ...] = (
         inputs=EDITABLE,
         stamps=(Stamp.actor("requester"),),
         roles=("requester", "agent"),
+        label="New ticket",
     ),
-    UpdateAction(fqn=f"{TICKET}.edit", entity=TICKET, patchable=EDITABLE, roles=("agent",)),
-    _transition("start", ("agent",)),
-    _transition("resolve", ("agent",), stampable=("resolution",)),
-    _transition("close", ("agent", "requester"), policies=("helpdesk.own_ticket",)),
-    _transition("reopen", ("requester",), policies=("helpdesk.own_ticket",)),
-    _transition("cancel", ("agent",)),
+    UpdateAction(
+        fqn=f"{TICKET}.edit", entity=TICKET, patchable=EDITABLE, roles=("agent",), label="Edit"
+    ),
+    _transition("start", ("agent",), label="Start"),
+    _transition("resolve", ("agent",), stampable=("resolution",), label="Resolve"),
+    _transition("close", ("agent", "requester"), policies=("helpdesk.own_ticket",), label="Close"),
+    _transition("reopen", ("requester",), policies=("helpdesk.own_ticket",), label="Reopen"),
+    _transition("cancel", ("agent",), label="Cancel"),
     UpdateAction(
         fqn=f"{TICKET}.escalate",
         entity=TICKET,
         patchable=(),
         roles=("agent",),
         effect="helpdesk.escalate",
+        requires=(NOT_CLOSED,),
+        label="Escalate to urgent",
     ),
 )
 # docs:end helpdesk-actions
 
 # docs:start helpdesk-projections
+OPEN = ReadAccess()
+"""Open on purpose: every reader of the tenant reads these rows (the v0.1 projections: the
+spec's projection routes apply no policy). "My tickets" below is a view, not a protection."""
+
 PROJECTIONS: tuple[Projection, ...] = (
     Projection(
         fqn=f"{TICKET}.queue",
         entity=TICKET,
+        access=OPEN,
+        label="Ticket queue",
         fields=("id", "title", "priority", "state", "assignee", "due_at", "created_at"),
         actions=(f"{TICKET}.create", f"{TICKET}.start", f"{TICKET}.escalate"),
         listing=ListOptions(
@@ -179,6 +210,8 @@ PROJECTIONS: tuple[Projection, ...] = (
     Projection(
         fqn=f"{TICKET}.detail",
         entity=TICKET,
+        access=OPEN,
+        label="Ticket",
         fields=(
             "id",
             "title",
@@ -206,6 +239,8 @@ PROJECTIONS: tuple[Projection, ...] = (
     Projection(
         fqn=f"{TICKET}.billing",
         entity=TICKET,
+        access=OPEN,
+        label="Tickets for billing",
         fields=("id", "title", "billable", "invoice", "updated_at", "_version"),
         actions=(f"{TICKET}.edit",),
     ),
@@ -214,6 +249,7 @@ PROJECTIONS: tuple[Projection, ...] = (
     Projection(
         fqn=f"{TICKET}.mine",
         entity=TICKET,
+        label="My tickets",
         fields=("id", "title", "priority", "state", "requester", "assignee", "created_at"),
         actions=tuple(f"{TICKET}.{name}" for name in ("create", "start", "close", "reopen")),
         listing=ListOptions(
@@ -248,11 +284,9 @@ def own_ticket(ctx: ActionContext) -> bool:
 
 # docs:start escalate-effect
 @dry_run_safe  # it changes the ticket through the runtime only
+@refuses()  # it refuses nothing: the action declares its one refusal (a closed ticket)
 def escalate(ctx: ActionContext) -> None:
-    """Raise the ticket's priority to ``urgent``; a closed ticket cannot be escalated."""
-    assert ctx.subject is not None
-    if ctx.subject["state"] == "closed":
-        raise WorkflowStateMismatch("A closed ticket cannot be escalated")
+    """Raise the ticket's priority to ``urgent`` (the action refuses a closed ticket)."""
     ctx.set("priority", "urgent")
 
 
@@ -335,6 +369,11 @@ def tessera_effects() -> Mapping[str, EffectHandler]:
 @hookimpl
 def tessera_subscribers() -> Sequence[Subscriber]:
     return notify.SUBSCRIBERS
+
+
+@hookimpl
+def tessera_timers() -> Sequence[Timer]:
+    return timers.timers()
 
 
 # docs:end helpdesk-hooks

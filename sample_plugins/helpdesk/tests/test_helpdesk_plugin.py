@@ -1,12 +1,13 @@
 """The helpdesk plugin's own tests, written as a third-party author would: only ``plugin_api``
-and its pytest harness (the ``tessera`` fixture), nothing from the host."""
+and its pytest harness (the ``tessera_shared`` and ``tessera`` fixtures), nothing from the
+host."""
 
 # docs:start harness-imports
 from __future__ import annotations
 
 import pytest
 
-from plugin_api.testing import Client, Host, TesseraHarness
+from plugin_api.testing import Client, SharedHarness, TenantHost, TesseraHarness
 
 TICKET = "helpdesk.ticket"
 # docs:end harness-imports
@@ -14,18 +15,19 @@ TICKET = "helpdesk.ticket"
 
 # docs:start harness-fixtures
 @pytest.fixture
-async def host(tessera: TesseraHarness) -> Host:
-    return await tessera.start(plugins=["helpdesk"])
+async def host(tessera_shared: SharedHarness) -> TenantHost:
+    # One host for the whole test session, and a tenant of this test's own.
+    return await tessera_shared.start(plugins=["helpdesk"])
 
 
 @pytest.fixture
-def agent(host: Host) -> Client:
-    return host.client(tenant="acme", actor="alice", roles=["agent"])
+def agent(host: TenantHost) -> Client:
+    return host.client(actor="alice", roles=["agent"])
 
 
 @pytest.fixture
-def rita(host: Host) -> Client:
-    return host.client(tenant="acme", actor="rita", roles=["requester"])
+def rita(host: TenantHost) -> Client:
+    return host.client(actor="rita", roles=["requester"])
 
 
 async def open_ticket(client: Client, title: str = "Printer on fire") -> str:
@@ -68,7 +70,7 @@ async def test_workflow_from_open_to_closed(agent: Client, rita: Client) -> None
     assert (again.status, again.error_kind) == (409, "WorkflowStateMismatch")
 
 
-async def test_own_ticket_policy(host: Host, agent: Client, rita: Client) -> None:
+async def test_own_ticket_policy(host: TenantHost, agent: Client, rita: Client) -> None:
     ticket = await open_ticket(rita)
     await agent.action(f"{TICKET}.start", subject=ticket)
     await agent.action(f"{TICKET}.resolve", subject=ticket)

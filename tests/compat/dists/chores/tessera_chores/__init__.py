@@ -1,0 +1,1 @@
+"""Household chores for Tessera."""
