@@ -54,7 +54,9 @@ else
 fi
 
 python3 -m venv .venv-tox
-.venv-tox/bin/python -m pip install --quiet --upgrade pip 'tox>=4.11'
+# tox-uv: uv makes the environments and installs into them (about 1 s an environment where
+# pip took 35 to 40 s; docs/testing.md, "What it costs"); tox.ini seeds pip into each.
+.venv-tox/bin/python -m pip install --quiet --upgrade pip 'tox>=4.11' 'tox-uv>=1.11'
 
 result_json=""
 if [ "${1:-}" = "--result-json" ]; then
@@ -66,9 +68,11 @@ if (($#)); then
 fi
 
 # The lanes: each about half of the work measured on a 2-core machine (docs/testing.md). Every
-# environment of tox.ini must be in exactly one lane (checked below).
+# environment of tox.ini must be in exactly one lane (checked below). The two reliability
+# environments load the machine on purpose: one starts its lane and the other ends the other
+# lane, so they never run at the same time.
 LANES=(
-  "py312 py310 reliability-pg lint"
+  "reliability-pg py312 py310 lint"
   "pg py313 py311 reliability"
 )
 listed=$(printf '%s\n' "${LANES[@]}" | tr ' ' '\n' | grep . | sort)
@@ -107,6 +111,20 @@ for i in "${!LANES[@]}"; do
   done
 done
 total=$(($(date +%s) - started))
+
+# The failures once more, just above the table, so that the end of the output (all a CI page
+# may keep) says what failed and why: each failed environment's pytest failure section, cut
+# at 40 lines, and its short summary.
+for lane in "${LANES[@]}"; do
+  for env in $lane; do
+    read -r _ rc _ <"$logs/$env.time"
+    [ "$rc" = 0 ] && continue
+    echo "----------------------------------- $env failed -----------------------------------"
+    sed -n '/^=* FAILURES =*$/,/^=* short test summary/p; /^=* ERRORS =*$/,/^=* short test summary/p' \
+      "$logs/$env.log" | grep -E '^(_{3,}|E |[^ ].*:[0-9]+: )' | head -40 || true
+    grep -E '^(FAILED|ERROR) ' "$logs/$env.log" | cut -c1-300 || tail -15 "$logs/$env.log"
+  done
+done
 
 echo
 echo "environment      result  wall time"
