@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from plugin_api.listing import MAX_PAGE_SIZE as MAX_SHOWN
 from plugin_api.testing import Client, Host, TesseraHarness
 
 from .conftest import (
@@ -117,12 +118,22 @@ async def test_a_reader_outside_the_row_scope_hears_nothing(host: Host) -> None:
         ("/api/changes", headers(), 400, "BadRequest"),
         (changes_path(QUEUE), {}, 400, "BadRequest"),
         (changes_path(*[QUEUE] * 21), headers(), 400, "BadRequest"),
+        # docs/live.md, "Rows leaving a list": the filters are a list's, checked as strictly.
+        (changes_path(QUEUE) + "&filter.nope=1", headers(), 400, "BadRequest"),
+        (changes_path(QUEUE) + "&filter.state.near=open", headers(), 400, "BadRequest"),
+        (changes_path(QUEUE) + "&filter.due_at.gt=yesterday", headers(), 400, "BadRequest"),
+        (changes_path(QUEUE) + "&shown=x" * (MAX_SHOWN + 1), headers(), 400, "BadRequest"),
+        (changes_path(QUEUE) + "&shown=x" * MAX_SHOWN, headers(), 200, "tracking"),
         (changes_path(QUEUE), {**headers(), "Last-Event-ID": "1.1, 2.2"}, 200, None),
     ],
 )
 async def test_refusals(
     host: Host, path: str, head: dict[str, str], status: int, kind: str | None
 ) -> None:
+    if kind == "tracking":  # at the limit: a tracking stream, told nothing yet
+        async with opened(host, path, **head) as stream:
+            assert [e for e in await stream.quiet(0.1) if e.event != "heartbeat"] == []
+        return
     if kind is None:  # one header value with a comma is one (invalid) id: a reset
         async with opened(host, path, **head) as stream:
             (reset,) = await stream.next_events()
