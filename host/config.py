@@ -193,13 +193,6 @@ class Settings:
         "SQLite: the most units of work waiting for the writer that share one commit "
         "(1: every unit of work commits alone).",
     )
-    sqlite_checkpoint_s: float = _setting(
-        0.25,
-        _parse_seconds_or_off,
-        "SQLite: seconds between two WAL checkpoints run on a connection of their own, off "
-        "the writer, when something was committed (0: SQLite's own, inside the commit that "
-        "takes the WAL past 1,000 pages).",
-    )
     pg_pool_min: int = _setting(
         2,
         _parse_positive_int,

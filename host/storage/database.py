@@ -39,7 +39,6 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 
 from host.config import Settings
 from host.logs import request_id_var
-from host.storage.checkpoints import Checkpointer
 from host.storage.dialects import POSTGRESQL, SQLITE, Dialect
 from host.storage.groupcommit import SAVEPOINT, BatchLost, GroupCommit
 from host.storage.pool import FairPool
@@ -340,10 +339,6 @@ class SQLiteStorage(Storage):
         self._write_lock = asyncio.Lock()
         self.group = GroupCommit(settings.sqlite_group_commit)
         """The group commit of this process's units of work (:mod:`host.storage.groupcommit`)."""
-        self.checkpointer = (
-            Checkpointer(settings.sqlite_checkpoint_s) if settings.sqlite_checkpoint_s else None
-        )
-        """The WAL checkpoints off the writer (:mod:`host.storage.checkpoints`), unless off."""
         self._writer: Connection | None = None
         self._readers: FairPool[Connection] = FairPool()
         self._reader_list: list[Connection] = []
@@ -358,18 +353,14 @@ class SQLiteStorage(Storage):
             reader = await self._open(writer=False)
             self._reader_list.append(reader)
             self._readers.release(reader)
-        if self.checkpointer is not None:
-            await self.checkpointer.start(lambda: self._open(writer=False, checkpoints=True))
 
     async def _close_connections(self) -> None:
-        stopped = await self.checkpointer.stop() if self.checkpointer is not None else None
-        own = [*self._reader_list, *([self._writer] if self._writer else [])]
-        for conn in [*([stopped] if stopped else []), *own]:
+        for conn in [*self._reader_list, *([self._writer] if self._writer else [])]:
             await conn.__aexit__()
         self._reader_list.clear()
         self._writer = None
 
-    async def _open(self, *, writer: bool, checkpoints: bool = False) -> Connection:
+    async def _open(self, *, writer: bool) -> Connection:
         async def open_connection() -> Connection:
             # ``Database.connection()`` hands out one connection per task: open each in a
             # task of its own so every one is distinct and stays open for the process.
@@ -378,10 +369,6 @@ class SQLiteStorage(Storage):
             await conn.execute(f"PRAGMA busy_timeout = {self._settings.sqlite_busy_timeout_ms}")
             if writer:
                 await _switch_to_wal(conn, self._settings.sqlite_busy_timeout_ms / 1000)
-                await conn.execute("PRAGMA synchronous = NORMAL")
-                if self.checkpointer is not None:  # the checkpointer's connection does it
-                    await conn.execute("PRAGMA wal_autocheckpoint = 0")
-            elif checkpoints:
                 await conn.execute("PRAGMA synchronous = NORMAL")
             else:
                 await conn.execute("PRAGMA query_only = 1")
@@ -393,8 +380,6 @@ class SQLiteStorage(Storage):
         assert self._writer is not None, "storage is not connected"
         conn = self._writer
         group = self.group
-        if self.checkpointer is not None:
-            self.checkpointer.commits += 1  # a unit that writes nothing costs an idle checkpoint
         group.waiting += 1
         try:
             await self._write_lock.acquire()
