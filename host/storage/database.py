@@ -65,6 +65,21 @@ logger = logging.getLogger("tessera.storage")
 SQLITE_READERS = 2
 SCHEMA_LOCK_KEY = 0x7E55E2A  # PostgreSQL advisory lock serialising schema preparation
 CLOSE_WAIT_S: Final = 2.0
+PREPARE_ATTEMPTS: Final = 5
+"""Schema preparations tried before a start fails on concurrent transactions."""
+_SQLITE_RELATIONS: Final = "SELECT name FROM sqlite_master WHERE type IN ('table', 'index')"
+_POSTGRESQL_RELATIONS: Final = (
+    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'i', 'I')"
+)
+
+
+async def _relations(tx: Tx, dialect: Dialect) -> frozenset[str]:
+    """The names of the tables and indexes of the current schema."""
+    sql = _SQLITE_RELATIONS if dialect.embedded else _POSTGRESQL_RELATIONS
+    return frozenset(str(row[0]) for row in await tx.rows(sql))
+
+
 """How long a shutdown waits for the pool to close gracefully before closing it at once."""
 
 
@@ -177,12 +192,28 @@ class Storage:
                 await tx.execute(sa.text(lock))
             if evolve is not None:
                 await evolve(tx)
+            # Only what is missing: PostgreSQL's CREATE INDEX IF NOT EXISTS takes its table's
+            # SHARE lock before it finds the index there, and a worker starting beside one
+            # already writing (a restart) deadlocked with it on two tables.
+            present = await _relations(tx, self.dialect)
             for table in schema.metadata.sorted_tables:
-                await tx.execute(CreateTable(table, if_not_exists=True))
+                if table.name not in present:
+                    await tx.execute(CreateTable(table, if_not_exists=True))
                 for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
-                    await tx.execute(CreateIndex(index, if_not_exists=True))
+                    if str(index.name) not in present:
+                        await tx.execute(CreateIndex(index, if_not_exists=True))
 
-        await self.transaction(create)
+        for attempt in range(1, PREPARE_ATTEMPTS + 1):
+            try:
+                await self.transaction(create)
+                return
+            except TransientConflict:
+                # Another process's transaction won (a deadlock with a worker already
+                # writing while this one adds what a new graph needs): all rolled back.
+                if attempt == PREPARE_ATTEMPTS:
+                    raise
+                logger.warning("storage: schema preparation lost a race; retrying")
+                await asyncio.sleep(0.1 * attempt)
 
     # -- units of work --------------------------------------------------------------------
 
