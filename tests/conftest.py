@@ -3,9 +3,21 @@
 
 from __future__ import annotations
 
-import pytest
+import os
+import secrets
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit, urlunsplit
 
-from plugin_api.testing import Host, SharedHarness, TenantHost, TesseraHarness
+import pytest
+from databases import Database
+
+from plugin_api.testing import (
+    DEFAULT_POSTGRES_URL,
+    Host,
+    SharedHarness,
+    TenantHost,
+    TesseraHarness,
+)
 
 SHARED_SESSION_FIXTURES = {
     "evo_installs": "evo-installs",
@@ -58,3 +70,17 @@ async def host(samples: TenantHost) -> TenantHost:
     """The sample plugins for the tests written before shared hosts: the same as
     ``samples``. A test that needs a host of its own starts one with ``tessera``."""
     return samples
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    """A PostgreSQL database of the test's own on the test server, dropped after (for tests
+    marked ``postgres`` that alter or lock a whole database)."""
+    base = os.environ.get("TESSERA_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    name = f"tessera_own_{secrets.token_hex(4)}"
+    async with Database(base, min_size=1, max_size=1) as admin:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
+        finally:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -6,17 +6,13 @@ sample plugins' schema and names every table that breaks a rule."""
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
-from collections.abc import AsyncIterator
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from databases import Database
 
 from host import cli
 from host.config import SETTINGS
-from plugin_api.testing import DEFAULT_POSTGRES_URL, TesseraHarness
+from plugin_api.testing import TesseraHarness
 
 pytestmark = pytest.mark.postgres
 
@@ -36,18 +32,6 @@ FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid JOIN pg_class i ON i.oid =
 WHERE x.indisunique AND t.relname IN ('tessera_audit', 'tessera_deliveries')
 ORDER BY 1, 2
 """
-
-
-@pytest.fixture
-async def pg_url() -> AsyncIterator[str]:
-    base = os.environ.get("TESSERA_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
-    name = f"tessera_keys_{secrets.token_hex(4)}"
-    async with Database(base, min_size=1, max_size=1) as admin:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
-        finally:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def sql(url: str, *statements: str) -> list[tuple[object, ...]]:

@@ -7,30 +7,13 @@ creates only what is missing."""
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
-from collections.abc import AsyncIterator
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
-from databases import Database
 
-from plugin_api.testing import DEFAULT_POSTGRES_URL, TesseraHarness
+from plugin_api.testing import TesseraHarness
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-async def pg_url() -> AsyncIterator[str]:
-    base = os.environ.get("TESSERA_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
-    name = f"tessera_beside_{secrets.token_hex(4)}"
-    async with Database(base, min_size=1, max_size=1) as admin:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
-        finally:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def test_a_start_waits_for_no_writer(tessera: TesseraHarness, pg_url: str) -> None:
