@@ -65,22 +65,9 @@ logger = logging.getLogger("tessera.storage")
 SQLITE_READERS = 2
 SCHEMA_LOCK_KEY = 0x7E55E2A  # PostgreSQL advisory lock serialising schema preparation
 CLOSE_WAIT_S: Final = 2.0
+"""How long a shutdown waits for the pool to close gracefully before closing it at once."""
 PREPARE_ATTEMPTS: Final = 5
 """Schema preparations tried before a start fails on concurrent transactions."""
-_SQLITE_RELATIONS: Final = "SELECT name FROM sqlite_master WHERE type IN ('table', 'index')"
-_POSTGRESQL_RELATIONS: Final = (
-    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'i', 'I')"
-)
-
-
-async def _relations(tx: Tx, dialect: Dialect) -> frozenset[str]:
-    """The names of the tables and indexes of the current schema."""
-    sql = _SQLITE_RELATIONS if dialect.embedded else _POSTGRESQL_RELATIONS
-    return frozenset(str(row[0]) for row in await tx.rows(sql))
-
-
-"""How long a shutdown waits for the pool to close gracefully before closing it at once."""
 
 
 def _warn_open_transaction(role: str) -> None:
@@ -195,7 +182,7 @@ class Storage:
             # Only what is missing: PostgreSQL's CREATE INDEX IF NOT EXISTS takes its table's
             # SHARE lock before it finds the index there, and a worker starting beside one
             # already writing (a restart) deadlocked with it on two tables.
-            present = await _relations(tx, self.dialect)
+            present = {str(row[0]) for row in await tx.rows(self.dialect.relations)}
             for table in schema.metadata.sorted_tables:
                 if table.name not in present:
                     await tx.execute(CreateTable(table, if_not_exists=True))

@@ -42,6 +42,8 @@ class Dialect:
     oldest_open_transaction: ClassVar[str | None] = None
     """SQL answering the id below which every transaction has ended (``None``: writers are
     serialised, every committed record is final)."""
+    relations: ClassVar[str]
+    """SQL answering the names of the tables and indexes of the current schema."""
 
     def __init__(self, engine: SqlAlchemyDialect) -> None:
         self.engine = engine
@@ -112,6 +114,7 @@ class Dialect:
 class _SQLite(Dialect):
     name = "sqlite"
     embedded = True
+    relations = "SELECT name FROM sqlite_master WHERE type IN ('table', 'index')"
     tenant_led_order_keys = False
 
     def placeholder(self, position: int) -> str:
@@ -136,6 +139,10 @@ class _PostgreSQL(Dialect):
     chains_writes = True
     transaction_position = "pg_current_xact_id()::text::bigint"
     oldest_open_transaction = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+    relations = (
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'i', 'I')"
+    )
 
     def placeholder(self, position: int) -> str:
         return f"${position}"

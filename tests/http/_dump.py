@@ -11,9 +11,10 @@ import sqlite3
 
 import asyncpg
 
+from host.storage.auditchain import SEALS_TABLE
 from host.storage.database import database_file
 
-BACKGROUND_ONLY = frozenset({"tessera_audit_seals"})
+BACKGROUND_ONLY = frozenset({SEALS_TABLE})
 
 
 async def dump(url: str) -> dict[str, list[tuple[object, ...]]]:
