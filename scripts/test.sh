@@ -113,15 +113,20 @@ done
 total=$(($(date +%s) - started))
 
 # The failures once more, just above the table, so that the end of the output (all a CI page
-# may keep) says what failed and why: each failed environment's pytest failure section, cut
-# at 40 lines, and its short summary.
+# may keep) says what failed and why: for each failed or erroring test of a failed
+# environment, its heading and its first lines of cause (at most 8, each cut at 200
+# characters; at most 60 lines in all), then the short summary.
 for lane in "${LANES[@]}"; do
   for env in $lane; do
     read -r _ rc _ <"$logs/$env.time"
     [ "$rc" = 0 ] && continue
     echo "----------------------------------- $env failed -----------------------------------"
-    sed -n '/^=* FAILURES =*$/,/^=* short test summary/p; /^=* ERRORS =*$/,/^=* short test summary/p' \
-      "$logs/$env.log" | grep -E '^(_{3,}|E |[^ ].*:[0-9]+: )' | head -40 || true
+    awk '/^=+ (FAILURES|ERRORS) =+$/ { on = 1; next }
+         /^=+ .* =+$/ { on = 0 }
+         !on { next }
+         /^_{3,} .* _{3,}$/ { print; shown = 0; next }
+         /^(E |[^ ].*:[0-9]+: )/ && shown < 8 { print substr($0, 1, 200); shown++ }' \
+      "$logs/$env.log" | head -60 || true
     grep -E '^(FAILED|ERROR) ' "$logs/$env.log" | cut -c1-300 || tail -15 "$logs/$env.log"
   done
 done

@@ -54,14 +54,18 @@ def _host(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_each_corpus_plugin_passes_its_own_tests(corpus_site: Path) -> None:
+def test_each_corpus_plugin_passes_its_own_tests(corpus_site: Path, tmp_path: Path) -> None:
     """Each plugin's tests, with its own pytest configuration, against the installed
-    distribution, all four at once."""
+    distribution, all four at once. Each run has a temporary root of its own: pytest
+    sessions sharing one remove each other's old directories at exit, and a removal that
+    races another fails the session (stop 47's CI)."""
+    for name in CORPUS:
+        (tmp_path / name).mkdir()
     runs = {
         name: subprocess.Popen(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "."],
             cwd=DISTS / name / "tests",
-            env=corpus_env(corpus_site),
+            env=corpus_env(corpus_site, PYTEST_DEBUG_TEMPROOT=str(tmp_path / name)),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -56,6 +56,9 @@ def run(
         "PYTHONNOUSERSITE": "1",
         "HOME": str(tmp_path),
         "TESSERA_DATABASE_URL": f"sqlite:///{tmp_path / database}",
+        # A pytest run inside keeps its temporary directories in the test's own (pytest
+        # sessions sharing a root remove each other's at exit, and such removals race).
+        "PYTEST_DEBUG_TEMPROOT": str(tmp_path),
         **{k: v for k, v in os.environ.items() if k.startswith("TESSERA_TEST_")},
         **(env or {}),
     }
