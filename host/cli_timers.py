@@ -96,8 +96,9 @@ async def _list(storage: Storage, args: argparse.Namespace) -> int:
             print(json.dumps(asdict(row), sort_keys=True))
             continue
         outcome = f"  {row.outcome}" if row.outcome else ""
+        tenant = row.tenant_id or "<clock>"  # a cron job's clock (CLOCK_TENANT, the empty one)
         print(
-            f"{row.id}  {row.tenant_id}  {row.timer}  {row.state}  due={row.due_at}  "
+            f"{row.id}  {tenant}  {row.timer}  {row.state}  due={row.due_at}  "
             f"{row.action}  {row.entity} {row.subject_id}{outcome}"
         )
     if not rows and not args.json:

@@ -15,7 +15,7 @@ from typing import Final
 
 from host.graph.model import CompiledAction, CompiledEntity, Graph
 from host.graph.timerdefs import Timers
-from plugin_api.timers import StateTimer
+from plugin_api.timers import CronJob, StateTimer
 
 __all__ = ["FORMATS", "Edge", "edges", "render", "render_entity"]
 
@@ -66,8 +66,18 @@ def timer_edges(
     entity: CompiledEntity, actions: Mapping[str, CompiledAction], timers: Timers | None
 ) -> list[Edge]:
     """One edge per state timer of ``entity`` whose action is a transition out of its state:
-    ``resolved --> closed: after 7d: close (timer helpdesk.ticket.autoclose)``."""
+    ``resolved --> closed: after 7d: close (timer helpdesk.ticket.autoclose)``; one per cron
+    job creating its rows: ``[*] --> open: cron 0 2 * * *: create (job helpdesk.digest)``."""
     found = []
+    workflow = entity.workflow
+    for job in timers.cron if timers is not None else ():
+        if (
+            workflow is not None
+            and job.entity == entity.fqn
+            and isinstance(job.definition, CronJob)
+        ):
+            label = f"cron {job.definition.schedule}: {actions[job.action].name} (job {job.name})"
+            found.append(Edge("[*]", workflow.initial, label))
     for timer in timers.by_entity.get(entity.fqn, ()) if timers is not None else ():
         definition, action = timer.definition, actions[timer.action]
         if not isinstance(definition, StateTimer) or action.transition is None:

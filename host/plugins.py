@@ -44,7 +44,7 @@ from plugin_api.migrations import (
     RenameEntity,
     RenameField,
 )
-from plugin_api.timers import FieldTimer, StateTimer, Timer
+from plugin_api.timers import CronJob, FieldTimer, StateTimer, Timer
 from plugin_api.validators import ValidatorHandler
 
 __all__ = [
@@ -394,7 +394,9 @@ def contributions(loaded: LoadedPlugins) -> list[PluginContribution]:
                     "tessera_grants", (RunsAction, SystemRead), "a RunsAction or SystemRead"
                 ),
                 timers=collect.sequence(
-                    "tessera_timers", (StateTimer, FieldTimer), "a StateTimer or FieldTimer"
+                    "tessera_timers",
+                    (StateTimer, FieldTimer, CronJob),
+                    "a StateTimer, FieldTimer or CronJob",
                 ),
                 errors=tuple(collect.errors),
             )

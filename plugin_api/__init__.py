@@ -96,6 +96,7 @@ from plugin_api.requirements import (
 )
 from plugin_api.timers import (
     SYSTEM_TIMER_ACTOR_PREFIX,
+    CronJob,
     FieldTimer,
     StateTimer,
     SystemActor,
@@ -134,6 +135,7 @@ __all__ = [
     "ConvertField",
     "ConvertFunction",
     "CreateAction",
+    "CronJob",
     "DataAccess",
     "DryRunUnsupported",
     "EffectFailed",

@@ -24,6 +24,12 @@ Declare them with the ``tessera_timers`` hook::
                        action="helpdesk.ticket.close", actor=sla),
         ]
 
+A third kind, :class:`CronJob` (plugin API 1.12), runs a *create* action with fixed inputs
+on a cron schedule, once per occurrence in each tenant the database knows::
+
+    CronJob(name="helpdesk.daily_digest", schedule="0 2 * * *",
+            action="helpdesk.digest.create", inputs={"period": "day"}, actor=sla)
+
 A firing's audit record is the action's, done by ``system:<actor name>`` with the declared
 roles; its ``via`` names the timer (``{"action": "timer:<timer name>", "plugin": ...}``).
 A refusal (the row moved on, a policy says no) is the timer's outcome: it is not retried.
@@ -31,13 +37,21 @@ A refusal (the row moved on, a policy says no) is the timer's outcome: it is not
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from plugin_api._base import _as_tuples
 
-__all__ = ["SYSTEM_TIMER_ACTOR_PREFIX", "FieldTimer", "StateTimer", "SystemActor", "Timer"]
+__all__ = [
+    "SYSTEM_TIMER_ACTOR_PREFIX",
+    "CronJob",
+    "FieldTimer",
+    "StateTimer",
+    "SystemActor",
+    "Timer",
+]
 
 SYSTEM_TIMER_ACTOR_PREFIX: Final = "system:"
 """A timer's system actor acts as ``system:<name>``."""
@@ -108,5 +122,29 @@ class FieldTimer:
         _as_tuples(self, "states")
 
 
-Timer: TypeAlias = StateTimer | FieldTimer
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CronJob:
+    """Run the create ``action`` with ``inputs`` at each occurrence of ``schedule`` (UTC),
+    once per occurrence in each tenant that has written anything (plugin API 1.12).
+
+    :param name: the job's dotted name, unique across plugins and timers.
+    :param schedule: a cron expression of five fields (minute, hour, day of month, month,
+        day of week: ``0 2 * * *`` is 02:00 UTC every day) or six (a sixth field of seconds),
+        as the ``croniter`` library reads them (names, ranges, steps and lists).
+    :param action: the FQN of a create action, run with ``inputs``.
+    :param actor: who runs it (:class:`SystemActor`).
+    :param inputs: the action's inputs, JSON values (each a declared input of the action).
+
+    An occurrence missed while no host ran fires once when one runs again; the ones between
+    are skipped (as a Kubernetes CronJob or anacron would).
+    """
+
+    name: str
+    schedule: str
+    action: str
+    actor: SystemActor
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+
+
+Timer: TypeAlias = StateTimer | FieldTimer | CronJob
 """What ``tessera_timers`` returns items of."""

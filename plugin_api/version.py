@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Final
 
-PLUGIN_API_VERSION: Final = "1.11"
+PLUGIN_API_VERSION: Final = "1.12"
 """This plugin API's version (1.1 added ``PLUGIN_API_VERSION`` itself; 1.2 added the list
 declarations ``ListOptions``, ``Filter``, ``FilterOperator``, ``MAX_PAGE_SIZE``, and
 ``ANONYMOUS_ACTOR``, ``ROLE_NAME_PATTERN``, ``is_role_name``; 1.3 the typed data API
@@ -56,7 +56,7 @@ rules: the actions' ``requires`` and ``Entity.invariants`` (``Requirement``, ``R
 ``TESSERA_PLUGIN_LABEL`` and ``plugin_api.labels``; and timers: ``StateTimer``,
 ``FieldTimer``, ``SystemActor``, ``Timer``, ``SYSTEM_TIMER_ACTOR_PREFIX`` and the ``tessera_timers``
 hook; 1.11 an empty ``ReadAccess()`` declares a projection or an entity open on purpose, for
-plugins requiring 1.11)."""
+plugins requiring 1.11; 1.12 cron jobs: ``CronJob`` among the items of ``tessera_timers``)."""
 
 REQUIRES_ATTRIBUTE: Final = "TESSERA_PLUGIN_API"
 """The plugin module's attribute naming the plugin API version it requires."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from host.plugins import PluginInfo
-from plugin_api.timers import StateTimer, Timer
+from plugin_api.timers import CronJob, StateTimer, Timer
 
 __all__ = ["CompiledTimer", "Timers"]
 
@@ -27,13 +27,17 @@ class CompiledTimer:
 
     @property
     def kind(self) -> str:
-        """``state`` or ``field``."""
+        """``state``, ``field`` or ``cron``."""
+        if isinstance(self.definition, CronJob):
+            return "cron"
         return "state" if isinstance(self.definition, StateTimer) else "field"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Timers:
-    """Every timer by name, and by entity for the runtime that arms them."""
+    """Every timer by name; the row timers by entity for the runtime that arms them; the
+    cron jobs (by name) for the timer loop that keeps their next occurrence armed."""
 
     by_name: Mapping[str, CompiledTimer] = field(default_factory=dict)
     by_entity: Mapping[str, tuple[CompiledTimer, ...]] = field(default_factory=dict)
+    cron: tuple[CompiledTimer, ...] = ()

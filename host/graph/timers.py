@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from types import MappingProxyType
 
+from host.graph.cron import is_schedule
 from host.graph.model import CompiledAction, CompiledEntity
 from host.graph.timerdefs import CompiledTimer, Timers
 from host.plugins import PluginContribution
-from plugin_api.definitions import FieldType
+from plugin_api.definitions import CreateAction, FieldType
 from plugin_api.identity import is_role_name
-from plugin_api.timers import FieldTimer, StateTimer, SystemActor, Timer
+from plugin_api.timers import CronJob, FieldTimer, StateTimer, SystemActor, Timer
 
 __all__ = ["compile_timers", "describe_timer", "with_timers"]
 
@@ -49,17 +50,24 @@ def compile_timers(
                 name=timer.name,
                 plugin=plugin,
                 definition=timer,
-                entity=timer.entity,
+                entity=actions[timer.action].entity.fqn
+                if isinstance(timer, CronJob)
+                else timer.entity,
                 action=timer.action,
                 actor_id=timer.actor.actor_id,
                 roles=frozenset(timer.actor.roles),
             )
     by_entity: dict[str, list[CompiledTimer]] = {}
+    cron: list[CompiledTimer] = []
     for name in sorted(named):
-        by_entity.setdefault(named[name].entity, []).append(named[name])
+        if named[name].kind == "cron":
+            cron.append(named[name])
+        else:
+            by_entity.setdefault(named[name].entity, []).append(named[name])
     return Timers(
         by_name=MappingProxyType(dict(sorted(named.items()))),
         by_entity=MappingProxyType({k: tuple(v) for k, v in by_entity.items()}),
+        cron=tuple(cron),
     )
 
 
@@ -70,6 +78,8 @@ def _problem(
         return "the name must be a dotted lower-case name such as 'helpdesk.ticket.overdue'"
     if len(timer.name) > _MAX_NAME:
         return f"the name is longer than {_MAX_NAME} characters"
+    if isinstance(timer, CronJob):
+        return _actor_problem(timer.actor) or _cron_problem(timer, actions)
     entity = entities.get(timer.entity)
     if entity is None:
         return f"no entity {timer.entity!r} in the graph"
@@ -97,6 +107,32 @@ def _problem(
     return ""
 
 
+def _cron_problem(job: CronJob, actions: Mapping[str, CompiledAction]) -> str:
+    if not isinstance(job.schedule, str) or not is_schedule(job.schedule):
+        return (
+            f"schedule {job.schedule!r} is not a cron expression of five fields (six with "
+            "seconds), such as '0 2 * * *'"
+        )
+    action = actions.get(job.action)
+    if action is None:
+        return f"no action {job.action!r} in the graph"
+    if not isinstance(action.definition, CreateAction):
+        return f"action {job.action!r} is not a create action: a cron job creates a row"
+    problem = _roles_problem(job.actor, action)
+    if problem:
+        return problem
+    if not isinstance(job.inputs, Mapping):
+        return f"inputs must be a mapping of input names to values, got {job.inputs!r}"
+    unknown = sorted(str(name) for name in job.inputs if name not in action.definition.inputs)
+    if unknown:
+        return f"inputs {unknown!r} are not inputs of action {job.action!r}"
+    try:
+        json.dumps(dict(job.inputs), allow_nan=False)
+    except (TypeError, ValueError):
+        return "inputs must be JSON values (text, numbers, booleans, null, lists, objects)"
+    return ""
+
+
 def _actor_problem(actor: object) -> str:
     if not isinstance(actor, SystemActor):
         return f"actor must be a SystemActor, got {type(actor).__name__}"
@@ -118,11 +154,15 @@ def _action_problem(
         return f"action {timer.action!r} acts on {action.entity.fqn!r}, not {entity.fqn!r}"
     if action.kind == "create":
         return f"action {timer.action!r} creates a row: a timer runs an action on its row"
+    return _roles_problem(timer.actor, action)
+
+
+def _roles_problem(actor: SystemActor, action: CompiledAction) -> str:
     roles = action.definition.roles
-    if roles and not set(roles) & set(timer.actor.roles):
+    if roles and not set(roles) & set(actor.roles):
         return (
-            f"the system actor {timer.actor.actor_id!r} holds none of the roles action "
-            f"{timer.action!r} requires ({', '.join(roles)})"
+            f"the system actor {actor.actor_id!r} holds none of the roles action "
+            f"{action.fqn!r} requires ({', '.join(roles)})"
         )
     return ""
 
@@ -144,6 +184,9 @@ def describe_timer(timer: CompiledTimer) -> dict[str, object]:
     elif isinstance(definition, FieldTimer):
         described["field"] = definition.field
         described["states"] = list(definition.states)
+    elif isinstance(definition, CronJob):
+        described["schedule"] = definition.schedule
+        described["inputs"] = dict(definition.inputs)
     return described
 
 

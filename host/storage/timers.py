@@ -21,6 +21,8 @@ from host.storage.tx import Statement
 
 __all__ = [
     "CANCELLED",
+    "CLOCK_TENANT",
+    "CRON_SUBJECT",
     "FAILED",
     "FIRED",
     "PENDING",
@@ -35,6 +37,11 @@ FIRED: Final = "fired"
 FAILED: Final = "failed"
 CANCELLED: Final = "cancelled"
 TIMERS_KEY: Final = "uq_tessera_timers_key"
+CLOCK_TENANT: Final = ""
+"""The tenant of a cron job's clock rows: one per occurrence, database-wide (no request can
+name an empty tenant). Firing one arms the occurrence in every tenant, and the next one."""
+CRON_SUBJECT: Final = "0" * 26
+"""The ``subject_id`` of a cron job's rows (they act on no row; ``key`` is the occurrence)."""
 ROW_COLUMNS: Final = (
     "id",
     "timer",
@@ -159,6 +166,28 @@ class TimerStatements:
             f"{q('fired_at')} = {marks[2]} WHERE {q('tenant_id')} = {marks[3]} AND {q('id')} = "
             f"{marks[4]} AND {q('state')} = '{PENDING}' RETURNING {q('id')}",
             (state, outcome, now, tenant, id),
+        )
+
+    def pending_of(self, tenant: str, timer: str) -> Statement:
+        """The pending rows of ``timer`` in ``tenant`` (a cron job's armed clock)."""
+        q = self.dialect.quote
+        a, b = self.dialect.placeholders(2)
+        return (
+            f"SELECT {self.select_list} FROM {self.table} WHERE {q('tenant_id')} = {a} AND "
+            f"{q('timer')} = {b} AND {q('state')} = '{PENDING}'",
+            (tenant, timer),
+        )
+
+    def known_tenants(self, audit_table: str) -> Statement:
+        """Every tenant with an audit record (one that has written anything), in order: a
+        skip scan of the tenant-led audit index, one index probe per tenant."""
+        q = self.dialect.quote
+        audit, tenant = q(audit_table), q("tenant_id")
+        return (
+            f"WITH RECURSIVE known(t) AS (SELECT MIN({tenant}) FROM {audit} UNION ALL "
+            f"SELECT (SELECT MIN({tenant}) FROM {audit} WHERE {tenant} > known.t) FROM known "
+            f"WHERE known.t IS NOT NULL) SELECT t FROM known WHERE t IS NOT NULL",
+            (),
         )
 
     def of_subject(self, tenant: str, entity: str, subject: str) -> Statement:

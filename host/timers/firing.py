@@ -22,8 +22,10 @@ from host.graph.model import Graph
 from host.runtime import ActionRuntime
 from host.runtime.actor import Actor
 from host.storage import Closing, Storage, TransientConflict, Tx
-from host.storage.timers import FAILED, FIRED, ROW_COLUMNS, TimerStatements
+from host.storage.timers import CLOCK_TENANT, FAILED, FIRED, ROW_COLUMNS, TimerStatements
+from host.timers.cron import CronClocks
 from plugin_api.errors import ConcurrencyConflict, NotFound, TesseraError
+from plugin_api.timers import CronJob
 
 __all__ = ["VIA_PREFIX", "Firing", "FiringCounts", "TimerRow"]
 
@@ -92,6 +94,7 @@ class Firing:
         self.storage = storage
         self._runtime = runtime
         self.sql = TimerStatements(storage.dialect)
+        self.clocks = CronClocks(graph, self.sql)
         self.counts = FiringCounts()
 
     async def due(self, limit: int) -> list[TimerRow]:
@@ -159,6 +162,13 @@ class Firing:
         timer = self._graph.timers.by_name.get(row.timer)
         if timer is None:
             raise NotFound(f"No timer {row.timer!r} in the running graph")
+        subject: str | None = row.subject_id
+        inputs: dict[str, Any] = {}
+        if isinstance(timer.definition, CronJob):
+            if row.tenant_id == CLOCK_TENANT:  # a job's clock: arm the occurrence in each tenant
+                await self.clocks.occurred(tx, timer, row.due_at)
+                return
+            subject, inputs = None, dict(timer.definition.inputs)
         actor = Actor(
             tenant_id=row.tenant_id,
             actor_id=timer.actor_id,
@@ -166,7 +176,7 @@ class Firing:
             via=((VIA_PREFIX + timer.name, timer.plugin.name),),
         )
         await self._runtime.run_nested(
-            tx, timer.action, actor, row.subject_id, {}, depth=0, rehearsal=False
+            tx, timer.action, actor, subject, inputs, depth=0, rehearsal=False
         )
 
     async def _refused(self, row: TimerRow, refusal: TesseraError) -> str:

@@ -35,6 +35,8 @@ STOP_WAIT_S: Final = 2.0
 """How long a shutdown waits for a firing in flight."""
 BACKOFF_MAX_S: Final = 5.0
 """The longest pause between failed passes."""
+CLOCKS_EVERY_S: Final = 60.0
+"""How often a loop makes sure each cron job's next occurrence is armed (and at its start)."""
 PURGE_EVERY_S: Final = 60.0
 """How often a loop deletes the settled timers older than the retention."""
 PURGE_BATCH: Final = 500
@@ -56,6 +58,7 @@ class TimerScheduler:
         self._on_purged: Callable[[int], None] | None = None
         self._counted_at = 0.0
         self._purged_at: float | None = None
+        self._clocks_at: float | None = None
 
     def observe(
         self,
@@ -135,6 +138,12 @@ class TimerScheduler:
                 self._on_purged(purged)
         return purged
 
+    async def _clocks_due(self) -> None:
+        last = self._clocks_at
+        if self.firing.clocks.jobs and (last is None or time.monotonic() - last >= CLOCKS_EVERY_S):
+            self._clocks_at = time.monotonic()
+            await self.firing.clocks.keep_armed(self.firing.storage)
+
     async def _purge_due(self) -> None:
         last = self._purged_at
         if last is None or time.monotonic() - last >= PURGE_EVERY_S:
@@ -145,6 +154,7 @@ class TimerScheduler:
         while True:
             try:
                 await self._count()
+                await self._clocks_due()
                 await self._purge_due()
                 settled = await self.pass_once()
             except asyncio.CancelledError:
