@@ -44,9 +44,13 @@ SPREAD_S = 8.0
 """The timers fall due evenly over this long (the faults happen meanwhile)."""
 PHASE_S = 1.5
 """Running time between two faults (a restart takes a few seconds more)."""
-SETTLE_S = float(os.environ.get("TESSERA_RELIABILITY_TIMER_SETTLE_S", "90"))
-"""How long after the start every timer must have fired (the full run on a loaded machine
-needs more: 200 clients' writes take SQLite's writer from the firings)."""
+SETTLE_S = float(os.environ.get("TESSERA_RELIABILITY_TIMER_SETTLE_S", "600"))
+"""How long after the start every timer must have fired at most: a bound on the run, not a
+speed target (the figure is ``fired_within_s``; speed is bench/timers.py's)."""
+STALL_S = 30.0
+"""How long the pending count may stay the same before the run fails as stalled (a lost
+timer, a worker that stopped firing): on a loaded CI machine the firings slow down (stop 47's
+CI: 1,579 of 3,000 still pending after 90 s, still firing), they must not stop."""
 
 
 def instant(moment: datetime) -> str:
@@ -151,8 +155,16 @@ async def test_every_timer_fires_exactly_once_through_kills_and_a_restart(
         stop.set()
         edits = await stream
     pending_sql = "SELECT COUNT(*) AS n FROM tessera_timers WHERE state = 'pending'"
+    changed_at, seen = time.monotonic(), -1
     while pending := (await query(database, pending_sql))[0]["n"]:
-        assert time.monotonic() - started < SETTLE_S, f"{pending} timers still pending"
+        now = time.monotonic()
+        if pending != seen:
+            changed_at, seen = now, pending
+        stalled = now - changed_at >= STALL_S
+        assert not stalled and now - started < SETTLE_S, (
+            f"{pending} timers still pending after {now - started:.0f} s, none fired in the "
+            f"last {now - changed_at:.0f} s; the host's log ends:\n{host.log.read_text()[-3000:]}"
+        )
         await asyncio.sleep(0.2)
     elapsed = time.monotonic() - started
 
