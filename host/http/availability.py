@@ -10,6 +10,7 @@ from host.graph.model import CompiledAction, CompiledProjection, Graph
 from host.runtime import Actor
 from host.runtime.availability import Availability, verdict
 from host.runtime.gate import Refusal
+from host.runtime.timers import Schedule
 from plugin_api.errors import BadRequest, UnknownAction
 
 __all__ = [
@@ -67,17 +68,18 @@ def row_annotator(
         for row in rows:
             cells = table.get(str(row.get("id")))
             if cells is not None:
-                row[AVAILABILITY_KEY] = {fqn: cell(fqn, r) for fqn, r in cells.items()}
+                row[AVAILABILITY_KEY] = {fqn: cell(fqn, r, None) for fqn, r in cells.items()}
 
     return annotate
 
 
 def _verdicts(
     availability: Availability, actions: Sequence[CompiledAction], certain: bool
-) -> Callable[[str, Refusal], dict[str, Any]]:
-    """The JSON of a cell of one of ``actions`` (with ``certain``: ViewSchema 1.5.0's)."""
+) -> Callable[[str, Refusal, Schedule | None], dict[str, Any]]:
+    """The JSON of a cell of one of ``actions`` (with ``certain``: ViewSchema 1.5.0's, and
+    the timers it would schedule when given)."""
     sure = {a.fqn: availability.certain(a) for a in actions} if certain else {}
-    return lambda fqn, refusal: verdict(refusal, sure.get(fqn))
+    return lambda fqn, refusal, timers: verdict(refusal, sure.get(fqn), timers)
 
 
 async def annotated_chunks(rest: AsyncIterator[Rows], annotate: Annotate) -> AsyncIterator[Rows]:
@@ -127,7 +129,8 @@ async def question(
     certain: bool = False,
 ) -> dict[str, Any]:
     """The answer to ``{"subjects": [id, ...], "actions": [fqn, ...]}``: for each subject
-    (in order) each action's verdict (``certain``: ViewSchema 1.5.0's, with ``certain``).
+    (in order) each action's verdict (``certain``: ViewSchema 1.5.0's, with ``certain``, and
+    an enabled transition's ``timers`` on an entity with timers: docs/timers.md).
 
     :raises BadRequest: a malformed question, past the caps, a create action, or actions
         of several entities.
@@ -140,12 +143,18 @@ async def question(
         )
     subjects = _strings(body, "subjects", MAX_SUBJECTS)
     actions = _actions(graph, _strings(body, "actions", MAX_ACTIONS))
-    table = await availability.table(actions, actor, subjects)
+    if certain:
+        table, schedules = await availability.foreseen(actions, actor, subjects)
+    else:
+        table, schedules = await availability.table(actions, actor, subjects), {}
     cell = _verdicts(availability, actions, certain)
     return {
         "ok": True,
         "availability": {
-            subject: {fqn: cell(fqn, refusal) for fqn, refusal in table[subject].items()}
+            subject: {
+                fqn: cell(fqn, refusal, schedules.get(subject, {}).get(fqn))
+                for fqn, refusal in table[subject].items()
+            }
             for subject in subjects
         },
     }

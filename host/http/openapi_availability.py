@@ -31,10 +31,36 @@ _CERTAIN: Final[Schema] = {
     "depend on the request's inputs: a dry run tells then.",
 }
 
+_SCHEDULED: Final[Schema] = {
+    "type": "array",
+    "items": object_schema(
+        {
+            "timer": {"type": "string"},
+            "action": {"type": "string"},
+            "dueAt": {"type": "string", "format": "date-time"},
+        },
+        ["timer", "action", "dueAt"],
+    ),
+}
+
+_SCHEDULE: Final[Schema] = object_schema(
+    {"arm": _SCHEDULED, "cancel": _SCHEDULED}, ["arm", "cancel"]
+)
+
+_FORESEEN: Final[Schema] = {
+    **_SCHEDULE,
+    "description": "ViewSchema 1.5.0, the batch question only: on an enabled transition of a "
+    "row of an entity with timers, the timers it would arm and the row's pending ones it would "
+    "cancel if run now without inputs, as a dry run lists them (docs/timers.md).",
+}
+
 AVAILABILITY_SCHEMAS: Final[Mapping[str, Schema]] = {
     "Verdict": {
         "oneOf": [
-            object_schema({"enabled": {"const": True}, "certain": _CERTAIN}, ["enabled"]),
+            object_schema(
+                {"enabled": {"const": True}, "certain": _CERTAIN, "timers": _FORESEEN},
+                ["enabled"],
+            ),
             object_schema(
                 {
                     "enabled": {"const": False},
@@ -152,7 +178,7 @@ def dry_run_success(outputs: Schema) -> Schema:
                 "additionalProperties": {"type": "string"},
             },
             "timers": {
-                **object_schema({"arm": _SCHEDULED, "cancel": _SCHEDULED}, ["arm", "cancel"]),
+                **_SCHEDULE,
                 "description": "ViewSchema 1.5.0 only (acceptSchemaVersions): the timers the "
                 "write would arm, and the row's pending ones it would cancel (docs/timers.md).",
             },
@@ -160,18 +186,6 @@ def dry_run_success(outputs: Schema) -> Schema:
         ["ok", "dryRun", "outputs", "changes", "audit", "subscribers"],
     )
 
-
-_SCHEDULED: Final[Schema] = {
-    "type": "array",
-    "items": object_schema(
-        {
-            "timer": {"type": "string"},
-            "action": {"type": "string"},
-            "dueAt": {"type": "string", "format": "date-time"},
-        },
-        ["timer", "action", "dueAt"],
-    ),
-}
 
 DRY_RUN_VERSIONS: Final[Schema] = {
     "name": "acceptSchemaVersions",
@@ -187,7 +201,8 @@ _VERSIONS: Final[Schema] = {
     "name": "acceptSchemaVersions",
     "in": "query",
     "required": False,
-    "description": "1.5.0: each verdict carries `certain`; otherwise as before.",
+    "description": "1.5.0: each verdict carries `certain`, and an enabled transition of a row "
+    "of an entity with timers `timers`, what it would schedule; otherwise as before.",
     "schema": {"type": "string"},
 }
 

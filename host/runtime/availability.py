@@ -30,6 +30,7 @@ from host.runtime.data import DataRuntime
 from host.runtime.gate import Refusal, policy_refusals, role_refusal, state_refusal
 from host.runtime.requirements import refusals
 from host.runtime.rollback import rolled_back
+from host.runtime.timers import Arming, Schedule, schedule
 from host.runtime.writerules import transition_row
 from host.storage import Schema, Storage, Tx
 from host.storage.store import EntityStore
@@ -37,20 +38,28 @@ from plugin_api.definitions import TransitionAction, UpdateAction
 from plugin_api.errors import NotFound
 from plugin_api.requirements import effect_refusals
 
-__all__ = ["ENABLED", "Availability", "Table", "foreseeable", "verdict"]
+__all__ = ["ENABLED", "Availability", "Schedules", "Table", "foreseeable", "verdict"]
 
 Table = dict[str, dict[str, Refusal]]
 """Row id -> action FQN -> its refusal (``None``: enabled)."""
+Schedules = dict[str, dict[str, Schedule]]
+"""Row id -> enabled transition FQN -> what it would schedule (:func:`schedule`)."""
 
 ENABLED: Final = {"enabled": True}
 
 
-def verdict(refusal: Refusal, certain: bool | None = None) -> dict[str, Any]:
+def verdict(
+    refusal: Refusal, certain: bool | None = None, timers: Schedule | None = None
+) -> dict[str, Any]:
     """The JSON of one cell: ``{"enabled": true}`` or ``{"enabled": false, "kind", "message"}``;
     with ``certain`` (ViewSchema 1.5.0) a ``certain`` key too: an enabled cell is certain
-    when nothing undeclared can still refuse, a refused cell always is."""
+    when nothing undeclared can still refuse, a refused cell always is. ``timers``: what an
+    enabled cell's action would schedule (1.5.0, a transition on an entity with timers)."""
     if refusal is None:
-        return ENABLED if certain is None else {"enabled": True, "certain": certain}
+        if certain is None:
+            return ENABLED
+        enabled: dict[str, Any] = {"enabled": True, "certain": certain}
+        return enabled if timers is None else {**enabled, "timers": timers}
     cell = {"enabled": False, "kind": refusal.kind, "message": refusal.message}
     return cell if certain is None else {**cell, "certain": True}
 
@@ -85,9 +94,66 @@ class Availability:
         When no custom policy is to be asked and they hold the workflow's state field, the
         gate is asked about their state and nothing more is read.
         """
+        table, _rows = await self._judged(actions, actor, ids, shown)
+        return table
+
+    async def foreseen(
+        self, actions: Sequence[CompiledAction], actor: Actor, ids: Sequence[str]
+    ) -> tuple[Table, Schedules]:
+        """:meth:`table` (rows read), and what each enabled transition would schedule on its
+        row if run now (ViewSchema 1.5.0, docs/timers.md): only for an entity with timers.
+        Cost beyond :meth:`table`: one read of a row's pending timers when one of its
+        transitions would cancel some; none for an entity without timers."""
+        table, rows = await self._judged(actions, actor, ids, None)
+        arming = self._data.timers
+        transitions = [a for a in actions if a.kind == "transition"]
+        if arming is None or not transitions or not arming.timed(transitions[0].entity):
+            return table, {}
+        now = now_db()
+        schedules: Schedules = {}
+        for row_id, cells in table.items():
+            enabled = [a for a in transitions if cells[a.fqn] is None]
+            if enabled:
+                schedules[row_id] = await self._scheduled(
+                    arming, enabled, actor, row_id, rows[row_id], now
+                )
+        return table, schedules
+
+    async def _scheduled(
+        self,
+        arming: Arming,
+        transitions: Sequence[CompiledAction],
+        actor: Actor,
+        row_id: str,
+        row: Mapping[str, Any],
+        now: str,
+    ) -> dict[str, Schedule]:
+        """What each of ``transitions`` would arm and cancel on ``row`` (database values)
+        without inputs: the row it would write is its target state and stamps."""
+        plans = {
+            a.fqn: arming.plan(a.entity, row, _foreseen(a, row, actor, now), "", now)
+            for a in transitions
+        }
+        pending: Sequence[Sequence[Any]] = ()
+        if any(cancel for cancel, _arm in plans.values()):
+            entity = transitions[0].entity.fqn
+            pending = await self._storage.rows(
+                *arming.sql.of_subject(actor.tenant_id, entity, row_id)
+            )
+        return {fqn: schedule(plan, pending) for fqn, plan in plans.items()}
+
+    async def _judged(
+        self,
+        actions: Sequence[CompiledAction],
+        actor: Actor,
+        ids: Sequence[str],
+        shown: Mapping[str, Mapping[str, Any]] | None,
+    ) -> tuple[Table, Mapping[str, Mapping[str, Any]]]:
+        """:meth:`table`, and the rows it read (database values, by id; with ``shown``
+        maybe only their state)."""
         ids = list(dict.fromkeys(ids))
         if not actions or not ids:
-            return {row_id: {} for row_id in ids}
+            return {row_id: {} for row_id in ids}, {}
         entity = actions[0].entity
         assert all(a.entity is entity and a.kind != "create" for a in actions)
         store = self._store
@@ -153,7 +219,7 @@ class Availability:
             ruling = await self._rules(action, actor, [rows[row_id] for row_id in waiting])
             for row_id, refusal in zip(waiting, ruling, strict=True):
                 table[row_id][action.fqn] = refusal
-        return table
+        return table, rows
 
     def _ruled(self, action: CompiledAction) -> bool:
         """Whether ``action`` has declared rules to foresee (its own, its entity's)."""
@@ -176,7 +242,8 @@ class Availability:
         invariants = self._data.invariants[entity.fqn]
         waiting = [i for i, refusal in enumerate(found) if refusal is None]
         if invariants and waiting:
-            foreseen = [_foreseen(action, rows[i], actor) for i in waiting]
+            now = now_db()
+            foreseen = [_foreseen(action, rows[i], actor, now) for i in waiting]
             later = await refusals(entity, invariants, foreseen, actor, read)
             for i, refusal in zip(waiting, later, strict=True):
                 found[i] = refusal
@@ -205,15 +272,17 @@ class Availability:
         )
 
 
-def _foreseen(action: CompiledAction, row: Mapping[str, Any], actor: Actor) -> Mapping[str, Any]:
-    """The row ``action`` would write from ``row`` without inputs or effect: a transition's
-    target state and stamps; any other action's row as it stands."""
+def _foreseen(
+    action: CompiledAction, row: Mapping[str, Any], actor: Actor, now: str
+) -> Mapping[str, Any]:
+    """The row ``action`` would write from ``row`` at ``now`` without inputs or effect: a
+    transition's target state and stamps; any other action's row as it stands."""
     transition = action.transition
     if action.kind != "transition" or transition is None:
         return row
     after = dict(row)
     transition_row(
-        action.entity, transition, {}, lambda k, v, _: after.__setitem__(k, v), actor, now_db()
+        action.entity, transition, {}, lambda k, v, _: after.__setitem__(k, v), actor, now
     )
     return after
 

@@ -10,7 +10,7 @@ timers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -25,7 +25,13 @@ from host.storage.tx import Statement, Tx
 from host.systemfields import new_ulid
 from plugin_api.timers import FieldTimer, StateTimer
 
-__all__ = ["Arming", "arm_within", "scheduled"]
+__all__ = ["Arming", "Plan", "Schedule", "arm_within", "schedule", "scheduled"]
+
+Plan = tuple[list[str], list[tuple[CompiledTimer, str, str]]]
+"""What a write does to a row's timers: those it cancels (by name), those it arms (timer,
+key, due time)."""
+Schedule = dict[str, list[dict[str, Any]]]
+"""The JSON of a :data:`Plan` (ViewSchema 1.5.0): ``{"arm": [...], "cancel": [...]}``."""
 
 
 def _later(now: str, after: timedelta) -> str:
@@ -41,6 +47,10 @@ class Arming:
         self._by_entity = graph.timers.by_entity
         self.sql = TimerStatements(dialect)
 
+    def timed(self, entity: CompiledEntity) -> bool:
+        """Whether some timer is declared on ``entity``."""
+        return entity.fqn in self._by_entity
+
     def armed(
         self,
         entity: CompiledEntity,
@@ -52,7 +62,7 @@ class Arming:
     ) -> tuple[Statement, ...]:
         """:meth:`statements` of a row's write (``before``: the row read, ``None`` for a
         create)."""
-        if entity.fqn not in self._by_entity:
+        if not self.timed(entity):
             return ()
         after = written.values if before is None else {**before, **written.values}
         return self.statements(
@@ -90,7 +100,7 @@ class Arming:
         after: Mapping[str, Any],
         version: str,
         now: str,
-    ) -> tuple[list[str], list[tuple[CompiledTimer, str, str]]]:
+    ) -> Plan:
         """Which of the row's timers a write cancels (by name) and which it arms (timer,
         key, due time), database values."""
         timers = self._by_entity.get(entity.fqn)
@@ -151,24 +161,35 @@ async def scheduled(
     before: Mapping[str, Any] | None,
     written: Written,
     now: str,
-) -> dict[str, list[dict[str, Any]]]:
+) -> Schedule:
     """What a dry run's write would schedule (ViewSchema 1.5.0, docs/timers.md): the timers
     it would ``arm`` and the pending ones it would ``cancel``, each ``{"timer", "action",
     "dueAt"}`` earliest first. ``before``: the row read (``None`` for a create); the pending
     timers are read in ``tx`` (only when the write cancels some)."""
     after = written.values if before is None else {**before, **written.values}
-    cancel, arm = arming.plan(entity, before, after, written.version, now)
+    plan = arming.plan(entity, before, after, written.version, now)
+    pending: Sequence[Sequence[Any]] = ()
+    if plan[0]:
+        pending = await tx.rows(*arming.sql.of_subject(tenant, entity.fqn, written.id))
+    return schedule(plan, pending)
+
+
+def schedule(plan: Plan, pending: Sequence[Sequence[Any]]) -> Schedule:
+    """The JSON of a :meth:`Arming.plan`: the timers it arms, earliest first, and those of
+    the row's ``pending`` timers (rows of :meth:`TimerStatements.of_subject`) it cancels,
+    each ``{"timer", "action", "dueAt"}``."""
+    cancel, arm = plan
     armed = [
         _described(timer.name, timer.action, due)
         for timer, _key, due in sorted(arm, key=lambda item: item[2])
     ]
-    cancelled: list[dict[str, Any]] = []
-    if cancel:
-        columns = ("tenant_id", *ROW_COLUMNS)
-        timer_at, action_at, due_at = (columns.index(c) for c in ("timer", "action", "due_at"))
-        for row in await tx.rows(*arming.sql.of_subject(tenant, entity.fqn, written.id)):
-            if row[timer_at] in cancel:
-                cancelled.append(_described(row[timer_at], row[action_at], row[due_at]))
+    columns = ("tenant_id", *ROW_COLUMNS)
+    timer_at, action_at, due_at = (columns.index(c) for c in ("timer", "action", "due_at"))
+    cancelled = [
+        _described(row[timer_at], row[action_at], row[due_at])
+        for row in pending
+        if row[timer_at] in cancel
+    ]
     return {"arm": armed, "cancel": cancelled}
 
 
