@@ -20,6 +20,7 @@ from host.storage.dialects import Dialect
 from host.storage.tx import Statement
 
 __all__ = [
+    "ARM_BATCH",
     "CANCELLED",
     "CLOCK_TENANT",
     "CRON_SUBJECT",
@@ -37,6 +38,9 @@ FIRED: Final = "fired"
 FAILED: Final = "failed"
 CANCELLED: Final = "cancelled"
 TIMERS_KEY: Final = "uq_tessera_timers_key"
+ARM_BATCH: Final = 500
+"""Rows per :meth:`TimerStatements.arm_many` (9 parameters each: 4,500, under SQLite's and
+PostgreSQL's bounds)."""
 CLOCK_TENANT: Final = ""
 """The tenant of a cron job's clock rows: one per occurrence, database-wide (no request can
 name an empty tenant). Firing one arms the occurrence in every tenant, and the next one."""
@@ -89,17 +93,7 @@ class TimerStatements:
         self.dialect = dialect
         q = dialect.quote
         self.table = q(TIMERS_TABLE)
-        marks = dialect.placeholders(10)
-        columns = ("tenant_id", "id", "timer", "entity", "subject_id", "action", "key", "due_at")
-        names = ", ".join(q(c) for c in (*columns, "state", "created_at"))
-        values = ", ".join((*marks[:8], f"'{PENDING}'", marks[8]))
-        self._arm = (
-            f"INSERT INTO {self.table} ({names}) VALUES ({values}) "
-            f"ON CONFLICT ({q('tenant_id')}, {q('timer')}, {q('subject_id')}, {q('key')}) "
-            f"DO UPDATE SET {q('state')} = '{PENDING}', {q('due_at')} = excluded.{q('due_at')}, "
-            f"{q('outcome')} = NULL, {q('fired_at')} = NULL "
-            f"WHERE {self.table}.{q('state')} = '{CANCELLED}'"
-        )
+        self._arm = self._arming(1)
         self.select_list = ", ".join(q(c) for c in ("tenant_id", *ROW_COLUMNS))
 
     def arm(
@@ -116,6 +110,29 @@ class TimerStatements:
     ) -> Statement:
         """Arm a timer (again, if that one was cancelled; never if it fired)."""
         return self._arm, (tenant, id, timer, entity, subject, action, key, due_at, now)
+
+    def _arming(self, count: int) -> str:
+        q = self.dialect.quote
+        columns = ("tenant_id", "id", "timer", "entity", "subject_id", "action", "key", "due_at")
+        names = ", ".join(q(c) for c in (*columns, "state", "created_at"))
+        marks = iter(self.dialect.placeholders(9 * count))
+        rows = ", ".join(
+            "(" + ", ".join((*(next(marks) for _ in range(8)), f"'{PENDING}'", next(marks))) + ")"
+            for _ in range(count)
+        )
+        return (
+            f"INSERT INTO {self.table} ({names}) VALUES {rows} "
+            f"ON CONFLICT ({q('tenant_id')}, {q('timer')}, {q('subject_id')}, {q('key')}) "
+            f"DO UPDATE SET {q('state')} = '{PENDING}', {q('due_at')} = excluded.{q('due_at')}, "
+            f"{q('outcome')} = NULL, {q('fired_at')} = NULL "
+            f"WHERE {self.table}.{q('state')} = '{CANCELLED}'"
+        )
+
+    def arm_many(self, rows: Sequence[Sequence[str]]) -> Statement:
+        """:meth:`arm` of several timers in one statement, each row its nine arguments (at
+        most :data:`ARM_BATCH` rows: the databases bound the parameters of a statement)."""
+        assert 0 < len(rows) <= ARM_BATCH
+        return self._arming(len(rows)), tuple(value for row in rows for value in row)
 
     def cancel(
         self, tenant: str, entity: str, subject: str, timers: Sequence[str], now: str

@@ -24,7 +24,14 @@ from host.graph.model import Graph
 from host.graph.timerdefs import CompiledTimer
 from host.storage import Closing, Storage, Tx
 from host.storage.schema import AUDIT_TABLE
-from host.storage.timers import CANCELLED, CLOCK_TENANT, CRON_SUBJECT, ROW_COLUMNS, TimerStatements
+from host.storage.timers import (
+    ARM_BATCH,
+    CANCELLED,
+    CLOCK_TENANT,
+    CRON_SUBJECT,
+    ROW_COLUMNS,
+    TimerStatements,
+)
 from host.storage.tx import Statement
 from host.systemfields import new_ulid
 from plugin_api.timers import CronJob
@@ -89,7 +96,12 @@ class CronClocks:
         tenants: list[str] = []
         if occurs_at(schedule, occurrence):
             tenants = [row[0] for row in await tx.rows(*self.sql.known_tenants(AUDIT_TABLE))]
-            for tenant in tenants:
-                await tx.rows(*self._arm(tenant, job, occurrence, now))
+            rows = [
+                (tenant, new_ulid(), job.name, job.entity, CRON_SUBJECT, job.action, occurrence,
+                 occurrence, now)
+                for tenant in tenants
+            ]  # fmt: skip
+            for start in range(0, len(rows), ARM_BATCH):
+                await tx.rows(*self.sql.arm_many(rows[start : start + ARM_BATCH]))
         await tx.rows(*self._arm(CLOCK_TENANT, job, next_occurrence(schedule, now), now))
         return tenants
