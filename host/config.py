@@ -203,6 +203,12 @@ class Settings:
         _parse_positive_int,
         "PostgreSQL: most connections per process.",
     )
+    pg_pool_idle_s: float = _setting(
+        300.0,
+        _parse_positive_float,
+        "PostgreSQL: seconds a pooled connection may stay idle before it is closed (opened "
+        "again when needed).",
+    )
     list_chunk_rows: int = _setting(
         1000,
         _parse_positive_int,

@@ -348,10 +348,16 @@ class TenantHost(Host):
         return Client(self._test_client, self._prefix, tenant=chosen, actor=actor, roles=roles)
 
 
-SHARED_POOL: Final[Mapping[str, int]] = {"pg_pool_min": 1, "pg_pool_max": 4}
+SHARED_POOL: Final[Mapping[str, float]] = {
+    "pg_pool_min": 1,
+    "pg_pool_max": 4,
+    "pg_pool_idle_s": 10.0,
+}
 """A shared host's PostgreSQL pool, unless its settings say otherwise: it lives for the whole
 session beside many others (one per set of plugins and settings, per xdist worker), and a
-pool keeps what it opened, so ten connections each would exhaust the server's 100."""
+pool keeps what it opened (for 300 s idle by default), so ten connections each would exhaust
+the server's 100; its idle connections close after 10 s (the pg suite of one run held up to
+81 with the default)."""
 
 
 class SharedHosts:

@@ -69,13 +69,12 @@ fi
 
 # The lanes: each about half of the work measured on a 2-core machine (docs/testing.md). Every
 # environment of tox.ini must be in exactly one lane (checked below). The two reliability
-# environments load the machine on purpose: one starts its lane, the other runs after pg
-# (which takes longer than it) in the other lane, so they never run at the same time; and
-# the two PostgreSQL environments run one after the other, so that their connections never
-# add up (pg alone peaked at 81 of the server's 100; both at once ran out, docs/testing.md).
+# environments load the machine on purpose: one starts its lane and the other ends the other
+# lane, so they never run at the same time (each beside a suite of xdist workers takes about
+# twice as long: lanes that ran them beside pg and py312 took 29 minutes, docs/testing.md).
 LANES=(
-  "pg reliability-pg py310 lint"
-  "reliability py312 py313 py311"
+  "reliability-pg py312 py310 lint"
+  "pg py313 py311 reliability"
 )
 listed=$(printf '%s\n' "${LANES[@]}" | tr ' ' '\n' | grep . | sort)
 declared=$(.venv-tox/bin/tox config -k env_name -e ALL 2>/dev/null | sed -n 's/^env_name = //p' | grep -v '^\.' | sort)

@@ -551,7 +551,12 @@ class PostgreSQLStorage(Storage):
     dialect = POSTGRESQL
 
     def _open_database(self, settings: Settings) -> Database:
-        return Database(self.url, min_size=settings.pg_pool_min, max_size=settings.pg_pool_max)
+        return Database(
+            self.url,
+            min_size=settings.pg_pool_min,
+            max_size=settings.pg_pool_max,
+            max_inactive_connection_lifetime=settings.pg_pool_idle_s,  # asyncpg's pool
+        )
 
     async def _run_unit(self, work: Callable[[Tx], Awaitable[Closing[T]]]) -> T:
         async with self._pooled() as conn, conn.transaction():

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tessera_helpdesk.timers import autoclose_after
 
+from host.fieldtypes import parse_datetime
 from plugin_api.testing import Client, Result, TenantHost
 from tests.runtime.test_runtime_statements import Recorder
 
@@ -52,7 +53,11 @@ def table(answer: Result) -> Any:
 
 
 def moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    """An aware UTC datetime of RFC 3339 text (any number of fraction digits: Python 3.10's
+    ``fromisoformat`` takes only 3 or 6)."""
+    parsed = parse_datetime(text)
+    assert parsed is not None, text
+    return parsed.replace(tzinfo=timezone.utc)
 
 
 async def pending(client: Client, ticket: str) -> list[Item]:
