@@ -70,8 +70,8 @@ fi
 # The lanes: each about half of the work measured on a 2-core machine (docs/testing.md). Every
 # environment of tox.ini must be in exactly one lane (checked below). The two reliability
 # environments load the machine on purpose: one starts its lane and the other ends the other
-# lane, so they never run at the same time (each beside a suite of xdist workers takes about
-# twice as long: lanes that ran them beside pg and py312 took 29 minutes, docs/testing.md).
+# lane, so they never run at the same time. (Lanes running pg and reliability-pg one after
+# the other were tried: no faster in total, docs/testing.md.)
 LANES=(
   "reliability-pg py312 py310 lint"
   "pg py313 py311 reliability"
