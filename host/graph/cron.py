@@ -26,10 +26,10 @@ def is_schedule(schedule: str) -> bool:
 
 
 def _instant(text: str) -> datetime:
-    parsed = parse_datetime(text)
+    parsed = parse_datetime(text)  # naive UTC
     if parsed is None:
         raise ValueError(f"not a datetime: {text!r}")
-    return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
+    return parsed.replace(tzinfo=timezone.utc)
 
 
 def next_occurrence(schedule: str, after: str) -> str:

@@ -38,6 +38,9 @@ from plugin_api.timers import CronJob
 
 __all__ = ["CronClocks"]
 
+_ID_AT = ("tenant_id", *ROW_COLUMNS).index("id")
+_DUE_AT = ("tenant_id", *ROW_COLUMNS).index("due_at")
+
 
 def _schedule(job: CompiledTimer) -> str:
     definition = job.definition
@@ -52,17 +55,27 @@ class CronClocks:
         self.jobs = graph.timers.cron
         self.sql = sql
 
-    def _arm(self, tenant: str, job: CompiledTimer, occurrence: str, now: str) -> Statement:
-        return self.sql.arm(
+    @staticmethod
+    def _row(tenant: str, job: CompiledTimer, occurrence: str, now: str) -> tuple[str, ...]:
+        """The arguments of :meth:`TimerStatements.arm` of ``occurrence`` in ``tenant``."""
+        return (
             tenant, new_ulid(), job.name, job.entity, CRON_SUBJECT, job.action, occurrence,
             occurrence, now,
         )  # fmt: skip
 
+    def _arm(self, tenant: str, job: CompiledTimer, occurrence: str, now: str) -> Statement:
+        return self.sql.arm(*self._row(tenant, job, occurrence, now))
+
     async def keep_armed(self, storage: Storage) -> int:
         """Arm the next occurrence of each job whose clock is not armed (cancelling a
-        pending clock row its schedule no longer has); answer how many were armed."""
+        pending clock row its schedule no longer has); answer how many were armed. A job
+        whose clock is armed costs one read, no write transaction (SQLite's writer is not
+        taken every :data:`~host.timers.scheduler.CLOCKS_EVERY_S` for nothing)."""
         armed = 0
         for job in self.jobs:
+            pending = await storage.rows(*self.sql.pending_of(CLOCK_TENANT, job.name))
+            if pending and all(occurs_at(_schedule(job), row[_DUE_AT]) for row in pending):
+                continue
 
             async def keep(tx: Tx, job: CompiledTimer = job) -> Closing[int]:
                 return await self._keep(tx, job)
@@ -72,15 +85,13 @@ class CronClocks:
 
     async def _keep(self, tx: Tx, job: CompiledTimer) -> Closing[int]:
         schedule, now = _schedule(job), now_db()
-        due_at = ("tenant_id", *ROW_COLUMNS).index("due_at")
-        id_at = ("tenant_id", *ROW_COLUMNS).index("id")
         armed = False
         for row in await tx.rows(*self.sql.pending_of(CLOCK_TENANT, job.name)):
-            if occurs_at(schedule, row[due_at]):
+            if occurs_at(schedule, row[_DUE_AT]):
                 armed = True
             else:
                 stale = self.sql.settle(
-                    CLOCK_TENANT, row[id_at], CANCELLED, "schedule changed", now
+                    CLOCK_TENANT, row[_ID_AT], CANCELLED, "schedule changed", now
                 )
                 await tx.rows(*stale)
         if armed:
@@ -96,11 +107,7 @@ class CronClocks:
         tenants: list[str] = []
         if occurs_at(schedule, occurrence):
             tenants = [row[0] for row in await tx.rows(*self.sql.known_tenants(AUDIT_TABLE))]
-            rows = [
-                (tenant, new_ulid(), job.name, job.entity, CRON_SUBJECT, job.action, occurrence,
-                 occurrence, now)
-                for tenant in tenants
-            ]  # fmt: skip
+            rows = [self._row(tenant, job, occurrence, now) for tenant in tenants]
             for start in range(0, len(rows), ARM_BATCH):
                 await tx.rows(*self.sql.arm_many(rows[start : start + ARM_BATCH]))
         await tx.rows(*self._arm(CLOCK_TENANT, job, next_occurrence(schedule, now), now))
