@@ -91,6 +91,11 @@ class Run:
         if self.max_requests is not None and len(self.latencies) >= self.max_requests:
             return None
         index = self.next_index
+        if self.mode == "once" and now < self.measure_from and index >= len(self.requests) // 2:
+            # Half of a "once" list went in the warm-up (a fast host, a short list): the
+            # window starts now, so that the rest is measured rather than spent warming up.
+            self.measure_until -= self.measure_from - now
+            self.measure_from = now
         if index >= len(self.requests):
             if self.mode == "once":
                 if self.exhausted_at is None:
