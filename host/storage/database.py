@@ -551,6 +551,8 @@ class PostgreSQLStorage(Storage):
     dialect = POSTGRESQL
 
     def _open_database(self, settings: Settings) -> Database:
+        # The pool's turns, first come first served (``_pooled``).
+        self._turns = asyncio.Semaphore(settings.pg_pool_max)
         return Database(
             self.url,
             min_size=settings.pg_pool_min,
@@ -567,8 +569,16 @@ class PostgreSQLStorage(Storage):
 
     @contextlib.asynccontextmanager
     async def _pooled(self) -> AsyncIterator[Connection]:
-        """A connection of the pool, checked to be outside any transaction."""
-        async with self._db.connection() as conn:
+        """A connection of the pool, checked to be outside any transaction.
+
+        Taken in turn: with every connection busy, asyncpg's pool hands a connection given
+        back to whichever task asks next, and a task it had woken goes to the back of the
+        queue, so under load a few requests waited many turns (p99 up to 6 times p50 for
+        writes, docs/benchmarks.md "PostgreSQL: the pool's turns"). A semaphore of the pool's
+        size in front of it keeps the order of arrival: asyncio's queues a newcomer behind the
+        tasks already waiting (``tests/storage/test_pool_turns.py``).
+        """
+        async with self._turns, self._db.connection() as conn:
             raw = conn.raw_connection
             if raw.is_in_transaction():
                 _warn_open_transaction("pooled")
