@@ -38,7 +38,10 @@ async def test_a_waiting_request_is_not_overtaken_by_later_ones() -> None:
 
     try:
         holder = asyncio.ensure_future(request(-1, "SELECT pg_sleep(0.2)"))
-        await asyncio.sleep(0.05)  # the one connection is taken
+        for _ in range(1_000):  # until the one connection is taken (at most 10 s)
+            if storage.connections_in_use() == 1:
+                break
+            await asyncio.sleep(0.01)
         waiting = asyncio.ensure_future(request(0))
         await asyncio.sleep(0.05)  # request 0 waits for it
         later: list[asyncio.Future[None]] = []
