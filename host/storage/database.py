@@ -550,9 +550,12 @@ class PostgreSQLStorage(Storage):
 
     dialect = POSTGRESQL
 
-    def _open_database(self, settings: Settings) -> Database:
-        # The pool's turns, first come first served (``_pooled``).
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
         self._turns = asyncio.Semaphore(settings.pg_pool_max)
+        """The pool's connections, taken in order of arrival (:meth:`_pooled`)."""
+
+    def _open_database(self, settings: Settings) -> Database:
         return Database(
             self.url,
             min_size=settings.pg_pool_min,
