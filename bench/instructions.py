@@ -1,0 +1,195 @@
+"""Instructions per request, counted by valgrind: a measure the machine's other load cannot move.
+
+    python bench/instructions.py [--scenarios create transition update] [--requests 150]
+                                 [--warmup 20] [--ceiling]
+
+Starts the host (Hypercorn, one process, ``--workers 0``) under ``valgrind --tool=callgrind``
+with instrumentation off, sends ``--warmup`` requests of the scenario, turns instrumentation
+on (``callgrind_control -i on``), sends ``--requests`` more, dumps the counts and divides the
+instructions executed by every thread of the process (event loop, SQLite's threads) by the
+requests. ``--ceiling`` counts the Quart ceiling's GET the same way, so that the ratio of the
+two is the instruction form of "host / ceiling".
+
+The requests go one at a time on one keep-alive connection: the figure is a lone client's
+request, without what 32 concurrent clients add or save (the event loop's batching, group
+commit). On a noisy machine it tells a 1 % cut from no cut, which req/s and CPU seconds do
+not (docs/benchmarks.md, "Instructions per request"). The same command on two commits
+compares them; valgrind makes each request about 50 times slower, so a scenario takes a
+minute or two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import dbsetup
+import servers
+from run import build_requests
+
+BENCH_DIR = Path(__file__).resolve().parent
+TOTALS = re.compile(rb"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
+
+
+def _send(conn: http.client.HTTPConnection, spec: dict[str, Any]) -> int:
+    body = spec.get("body")
+    headers = dict(spec.get("headers", {}))
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    conn.request(spec["method"], spec["path"], body=body, headers=headers)
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
+def _wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server under valgrind exited with {process.returncode}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", servers.HEALTH_PATH)
+            if conn.getresponse().status == 200:
+                conn.close()
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError("the server under valgrind did not answer its health route")
+
+
+def count(
+    target: str,
+    requests: list[dict[str, Any]],
+    *,
+    once: bool,
+    warmup: int,
+    measured: int,
+    database_url: str | None,
+    workdir: Path,
+) -> float:
+    """Instructions per request of ``target`` (a key of ``servers.TARGETS``) over
+    ``measured`` requests taken from ``requests`` (in turn; each one once if ``once``)."""
+    if once and len(requests) < warmup + measured:
+        raise ValueError(f"{len(requests)} requests for {warmup} + {measured} sent once")
+    port = servers.free_port()
+    out = workdir / f"callgrind-{target}-{uuid.uuid4().hex[:6]}.out"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(BENCH_DIR), os.environ.get("PYTHONPATH")])),
+        "TESSERA_ACCESS_LOG": "0",
+        "PYTHONHASHSEED": "0",  # the same dict and set layouts on every run
+    }
+    if database_url is not None:
+        env["TESSERA_DATABASE_URL"] = database_url
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        "-m",
+        "hypercorn",
+        servers.TARGETS[target],
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "0",
+    ]
+    log = (workdir / f"{target}-{port}.log").open("wb")
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+    try:
+        _wait_ready(port, process, timeout=300)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        taken = iter(requests) if once else None
+
+        def next_spec(n: int) -> dict[str, Any]:
+            return next(taken) if taken is not None else requests[n % len(requests)]
+
+        for n in range(warmup):
+            status = _send(conn, next_spec(n))
+            if status >= 300:
+                raise RuntimeError(f"warm-up request answered {status}")
+        subprocess.run(["callgrind_control", "-i", "on", str(process.pid)], check=True,
+                       capture_output=True)  # fmt: skip
+        for n in range(measured):
+            status = _send(conn, next_spec(warmup + n))
+            if status >= 300:
+                raise RuntimeError(f"measured request answered {status}")
+        subprocess.run(["callgrind_control", "-d", str(process.pid)], check=True,
+                       capture_output=True)  # fmt: skip
+        conn.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=120)
+        log.close()
+    # The dump asked for after the load (``<out>.1``), not the one written at exit.
+    dump = out.with_name(out.name + ".1")
+    found = TOTALS.search(dump.read_bytes()) if dump.exists() else None
+    if found is None or b"Trigger: dump" not in dump.read_bytes()[:4096]:
+        raise RuntimeError(f"no callgrind dump of the load in {dump}")
+    total = int(found.group(1))
+    return total / measured
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", nargs="+", default=["create", "transition", "update"])
+    parser.add_argument("--requests", type=int, default=150)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--ceiling", action="store_true")
+    args = parser.parse_args(argv)
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        print("valgrind (callgrind) is not installed", file=sys.stderr)
+        return 2
+    tmp = Path(tempfile.mkdtemp(prefix="tessera-instructions-"))
+    results: dict[str, float] = {}
+    try:
+        url = dbsetup.prepare_sqlite(tmp / "instructions.db")
+        for scenario in args.scenarios:
+            tenant = f"instr-{scenario}-{uuid.uuid4().hex[:6]}"
+            mode, requests = build_requests(scenario, url, tenant, 1.0, True)
+            results[scenario] = count(
+                "host",
+                requests,
+                once=mode == "once",
+                warmup=args.warmup,
+                measured=args.requests,
+                database_url=url,
+                workdir=tmp,
+            )
+            print(f"{scenario}: {results[scenario] / 1e6:.3f} M instructions per request")
+        if args.ceiling:
+            get = [{"method": "GET", "path": "/", "headers": {}}]
+            results["ceiling"] = count(
+                "ceiling",
+                get,
+                once=False,
+                warmup=args.warmup,
+                measured=args.requests,
+                database_url=None,
+                workdir=tmp,
+            )
+            print(f"ceiling: {results['ceiling'] / 1e6:.3f} M instructions per request")
+            for scenario in args.scenarios:
+                print(f"{scenario}: ceiling / host {results['ceiling'] / results[scenario]:.3f}")
+        print(json.dumps({k: round(v) for k, v in results.items()}))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
