@@ -48,7 +48,10 @@ ALL_TICKET_INPUTS = {
 }
 
 
-_THIS_CALL: ContextVar[bool] = ContextVar("statements_of_this_call", default=False)
+_THIS_CALL: ContextVar[object | None] = ContextVar("statements_of_this_call", default=None)
+"""The mark of the call being measured, a new one per call: a background task a shared host
+started during an earlier measured call (its timer loop, its dispatcher) keeps that call's
+mark in its context, and its statements are not this call's."""
 
 
 class _StampThisCall(logging.Filter):
@@ -71,7 +74,8 @@ class Recorder:
         loggers = [logging.getLogger(name) for name in LOGGERS]
         for logger in loggers:
             logger.addFilter(stamp)
-        token = _THIS_CALL.set(True)
+        mark = object()
+        token = _THIS_CALL.set(mark)
         try:
             with (
                 self._caplog.at_level(logging.DEBUG, logger="databases"),
@@ -87,7 +91,7 @@ class Recorder:
             for record in self._caplog.records
             if record.name in LOGGERS
             and str(record.msg).startswith("Query:")
-            and getattr(record, "this_call", False)
+            and getattr(record, "this_call", None) is mark
         ]
         return result, queries
 

@@ -189,12 +189,12 @@ async def test_timers_are_read_once_per_row_and_only_when_some_verdict_cancels(
     held = [await started(alice, due_at=instant(3600)) for _ in range(3)]
     bare = [await create(alice) for _ in range(3)]  # open, no due_at: nothing to cancel
 
-    async def statements(subjects: list[str], version: str | None) -> int:
+    async def statements(subjects: list[str], version: str | None) -> list[str]:
         result, queries = await record(lambda: question(alice, subjects, version))
         assert result.status == 200, result.json
-        return len(queries)
+        return [query[:160] for query in queries]  # named in a failure's message
 
-    plain = await statements(bare, None)
-    assert await statements(bare, V15) == plain
-    assert await statements(held, "1.4.0") == plain
-    assert await statements(held, V15) == plain + len(held)
+    plain = len(await statements(bare, None))
+    assert len(counted := await statements(bare, V15)) == plain, counted
+    assert len(counted := await statements(held, "1.4.0")) == plain, counted
+    assert len(counted := await statements(held, V15)) == plain + len(held), counted
