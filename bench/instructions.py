@@ -23,13 +23,11 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -38,7 +36,6 @@ import dbsetup
 import servers
 from run import build_requests
 
-BENCH_DIR = Path(__file__).resolve().parent
 TOTALS = re.compile(rb"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
 
 
@@ -51,23 +48,6 @@ def _send(conn: http.client.HTTPConnection, spec: dict[str, Any]) -> int:
     response = conn.getresponse()
     response.read()
     return response.status
-
-
-def _wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server under valgrind exited with {process.returncode}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", servers.HEALTH_PATH)
-            if conn.getresponse().status == 200:
-                conn.close()
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError("the server under valgrind did not answer its health route")
 
 
 def count(
@@ -84,35 +64,25 @@ def count(
     ``measured`` requests taken from ``requests`` (in turn; each one once if ``once``)."""
     if once and len(requests) < warmup + measured:
         raise ValueError(f"{len(requests)} requests for {warmup} + {measured} sent once")
-    port = servers.free_port()
     out = workdir / f"callgrind-{target}-{uuid.uuid4().hex[:6]}.out"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(BENCH_DIR), os.environ.get("PYTHONPATH")])),
-        "TESSERA_ACCESS_LOG": "0",
-        "PYTHONHASHSEED": "0",  # the same dict and set layouts on every run
-    }
-    if database_url is not None:
-        env["TESSERA_DATABASE_URL"] = database_url
-    command = [
+    callgrind = (
         "valgrind",
         "--tool=callgrind",
         "--instr-atstart=no",
         f"--callgrind-out-file={out}",
-        sys.executable,
-        "-m",
-        "hypercorn",
-        servers.TARGETS[target],
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        "0",
-    ]
-    log = (workdir / f"{target}-{port}.log").open("wb")
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+    )
+    server = servers.launch(
+        target,
+        workers=0,  # Hypercorn serves in the process valgrind runs
+        database_url=database_url,
+        workdir=workdir,
+        env={"PYTHONHASHSEED": "0"},  # the same dict and set layouts on every run
+        wrapper=callgrind,
+    )
+    pid = str(server.process.pid)
     try:
-        _wait_ready(port, process, timeout=300)
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        server.wait_ready(timeout=300)
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
         taken = iter(requests) if once else None
 
         def next_spec(n: int) -> dict[str, Any]:
@@ -122,19 +92,15 @@ def count(
             status = _send(conn, next_spec(n))
             if status >= 300:
                 raise RuntimeError(f"warm-up request answered {status}")
-        subprocess.run(["callgrind_control", "-i", "on", str(process.pid)], check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(["callgrind_control", "-i", "on", pid], check=True, capture_output=True)
         for n in range(measured):
             status = _send(conn, next_spec(warmup + n))
             if status >= 300:
                 raise RuntimeError(f"measured request answered {status}")
-        subprocess.run(["callgrind_control", "-d", str(process.pid)], check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
         conn.close()
     finally:
-        process.terminate()
-        process.wait(timeout=120)
-        log.close()
+        server.stop(timeout=120)
     # The dump asked for after the load (``<out>.1``), not the one written at exit.
     dump = out.with_name(out.name + ".1")
     found = TOTALS.search(dump.read_bytes()) if dump.exists() else None

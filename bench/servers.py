@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,8 +141,10 @@ def launch(
     database_url: str | None,
     workdir: Path,
     env: Mapping[str, str] | None = None,
+    wrapper: Sequence[str] = (),
 ) -> Server:
-    """Start target ``name`` on a free port (see :meth:`Server.wait_ready`)."""
+    """Start target ``name`` on a free port (see :meth:`Server.wait_ready`); ``wrapper``:
+    a command the server runs under (``valgrind ...``; ``workers=0``: in one process)."""
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"{name}-{port}.log"
@@ -155,6 +157,7 @@ def launch(
     if database_url is not None:
         full_env["TESSERA_DATABASE_URL"] = database_url
     command = [
+        *wrapper,
         sys.executable,
         "-m",
         "hypercorn",
