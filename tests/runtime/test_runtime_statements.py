@@ -4,6 +4,7 @@ of fields written and of the number of rows in the table."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -61,14 +62,24 @@ class _StampThisCall(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.this_call = _THIS_CALL.get()
+        task = asyncio.current_task()
+        record.logged_by = getattr(task.get_coro(), "__qualname__", "?") if task else "-"
         return True
 
 
 class Recorder:
     def __init__(self, caplog: pytest.LogCaptureFixture) -> None:
         self._caplog = caplog
+        self.marked = ""
+        """Every statement sent in the last call's context (counted or not), short, with the
+        coroutine of the task that sent it: one line for a failure's message."""
 
-    async def __call__(self, call: Callable[[], Awaitable[Result]]) -> tuple[Result, list[str]]:
+    async def __call__(
+        self, call: Callable[[], Awaitable[Result]], about: str | None = None
+    ) -> tuple[Result, list[str]]:
+        """``call``'s result and the statements sent in its context; with ``about`` (a
+        tenant), only those whose text names it (a statement of the shared host's
+        background work in another tenant, or in none, is not this call's)."""
         self._caplog.clear()
         stamp = _StampThisCall()
         loggers = [logging.getLogger(name) for name in LOGGERS]
@@ -86,14 +97,18 @@ class Recorder:
             _THIS_CALL.reset(token)
             for logger in loggers:
                 logger.removeFilter(stamp)
-        queries = [
-            record.getMessage()
+        marked = [
+            record
             for record in self._caplog.records
             if record.name in LOGGERS
             and str(record.msg).startswith("Query:")
             and getattr(record, "this_call", None) is mark
         ]
-        return result, queries
+        self.marked = "; ".join(
+            f"{r.getMessage()[7:35]}… by {getattr(r, 'logged_by', '?')}" for r in marked
+        )
+        queries = [r.getMessage() for r in marked]
+        return result, [q for q in queries if about is None or about in q]
 
 
 async def measure(host: Host, record: Recorder) -> dict[str, list[int]]:

@@ -189,12 +189,16 @@ async def test_timers_are_read_once_per_row_and_only_when_some_verdict_cancels(
     held = [await started(alice, due_at=instant(3600)) for _ in range(3)]
     bare = [await create(alice) for _ in range(3)]  # open, no due_at: nothing to cancel
 
-    async def statements(subjects: list[str], version: str | None) -> list[str]:
-        result, queries = await record(lambda: question(alice, subjects, version))
+    async def statements(subjects: list[str], version: str | None) -> int:
+        # The question's statements all name the tenant; the shared host's background work
+        # for other tests (its event dispatcher's poll, their timers) does not. A failure's
+        # message shows every statement the call's context sent (record.marked).
+        result, queries = await record(lambda: question(alice, subjects, version), samples.tenant)
         assert result.status == 200, result.json
-        return [query[:160] for query in queries]  # named in a failure's message
+        return len(queries)
 
-    plain = len(await statements(bare, None))
-    assert len(counted := await statements(bare, V15)) == plain, counted
-    assert len(counted := await statements(held, "1.4.0")) == plain, counted
-    assert len(counted := await statements(held, V15)) == plain + len(held), counted
+    plain = await statements(bare, None)
+    assert plain >= 1, record.marked
+    assert await statements(bare, V15) == plain, record.marked
+    assert await statements(held, "1.4.0") == plain, record.marked
+    assert await statements(held, V15) == plain + len(held), record.marked
