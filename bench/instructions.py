@@ -12,7 +12,9 @@ two is the instruction form of "host / ceiling".
 
 The requests go one at a time on one keep-alive connection: the figure is a lone client's
 request, without what 32 concurrent clients add or save (the event loop's batching, group
-commit). On a noisy machine it tells a 1 % cut from no cut, which req/s and CPU seconds do
+commit), and without the host's background loops (timer poll, event delivery, audit sealing:
+turned off in the counted process, see ``QUIET``). Three runs of one commit agree within
+0.02 %: on a noisy machine it tells a 0.1 % cut from no cut, which req/s and CPU seconds do
 not (docs/benchmarks.md, "Instructions per request"). The same command on two commits
 compares them; valgrind makes each request about 50 times slower, so a scenario takes a
 minute or two.
@@ -35,6 +37,16 @@ from typing import Any
 import dbsetup
 import servers
 from run import build_requests
+
+QUIET = {
+    "PYTHONHASHSEED": "0",  # the same dict and set layouts on every run
+    # The host's background loops (timer poll, event dispatcher, audit sealer) would run in
+    # the counted process a number of times that depends on the wall time: off, so that the
+    # count is the requests' alone (they still arm timers, write deliveries and audit rows).
+    "TESSERA_TIMERS_POLL": "off",
+    "TESSERA_EVENTS_DISPATCH": "false",
+    "TESSERA_AUDIT_SEAL_S": "0",
+}
 
 TOTALS = re.compile(rb"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
 
@@ -76,7 +88,7 @@ def count(
         workers=0,  # Hypercorn serves in the process valgrind runs
         database_url=database_url,
         workdir=workdir,
-        env={"PYTHONHASHSEED": "0"},  # the same dict and set layouts on every run
+        env=QUIET,
         wrapper=callgrind,
     )
     pid = str(server.process.pid)
