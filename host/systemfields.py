@@ -17,9 +17,9 @@ from types import MappingProxyType
 from typing import Any, Final
 
 import sqlalchemy as sa
-from ulid import ULID
 
 from host.fieldtypes import IDENTITY, SYSTEM_STRING, TIMESTAMP, VERSION, ValueType
+from host.ulids import new_ulid
 from plugin_api.definitions import SYSTEM_FIELDS, Field, FieldType
 
 __all__ = ["SYSTEM", "TABLE_KEY", "SystemField", "new_ulid", "render_system"]
@@ -78,8 +78,3 @@ TABLE_KEY: Final = ("tenant_id", "id")
 def render_system(name: str, value: object) -> object:
     """Render the stored value of system field ``name``."""
     return SYSTEM[name].render(value)
-
-
-def new_ulid() -> str:
-    """A new ULID as its canonical 26-character string (new row ids and versions, event ids)."""
-    return str(ULID())

@@ -11,11 +11,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-from ulid import ULID
-
 from host import jsonio
 from host.http.envelope import JSON, error_body
 from host.logs import request_id_var
+from host.ulids import new_ulid
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -150,7 +149,7 @@ class CorsMiddleware:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        request_id = inbound_request_id(scope) or str(ULID())
+        request_id = inbound_request_id(scope) or new_ulid()
         request_id_var.set(request_id)
         started = time.perf_counter()
         status = 0

@@ -1,0 +1,70 @@
+"""New ULIDs as their canonical 26-character strings, cheaply: a create makes five (request
+id, row id, version, event id, a timer's id), every one inside the write path.
+
+The strings are those python-ulid's ``str(ULID())`` gives (48 bits of Unix milliseconds, then
+80 bits of randomness from :func:`os.urandom`, Crockford base32), with the same guarantee
+within a process: strictly increasing. Within one millisecond the randomness of the previous
+ULID is incremented; in the (astronomically unlikely) case it is exhausted, the next ULID
+takes the next millisecond instead of failing. What costs python-ulid about 9.6 µs (a
+generator, a policy and a ``ULID`` object, then an encoder of one character per expression)
+costs about 3 µs here: one integer, encoded ten bits per table look-up (docs/benchmarks.md,
+"A ULID generator of the host's own"). python-ulid stays the reference the tests check these
+strings against, and what reads a ULID.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Final
+
+__all__ = ["new_ulid"]
+
+_ALPHABET: Final = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford's base32
+_PAIRS: Final = tuple(a + b for a in _ALPHABET for b in _ALPHABET)
+"""Two characters per 10-bit value."""
+_RANDOM_BITS: Final = 80
+_RANDOM_MAX: Final = (1 << _RANDOM_BITS) - 1
+_TEN_BITS: Final = 0x3FF
+
+
+class _Last:
+    """The previous ULID's parts (process-wide, under :data:`_LOCK`)."""
+
+    millis = -1
+    randomness = 0
+
+
+_LOCK: Final = threading.Lock()
+
+
+def new_ulid() -> str:
+    """A new ULID, greater than every one this process made before."""
+    millis = time.time_ns() // 1_000_000
+    with _LOCK:
+        if millis > _Last.millis:
+            randomness = int.from_bytes(os.urandom(10), "big")
+        elif _Last.randomness < _RANDOM_MAX:
+            millis, randomness = _Last.millis, _Last.randomness + 1
+        else:
+            millis, randomness = _Last.millis + 1, 0
+        _Last.millis, _Last.randomness = millis, randomness
+    value = (millis << _RANDOM_BITS) | randomness
+    pairs = _PAIRS
+    return (
+        _ALPHABET[value >> 125]
+        + pairs[(value >> 115) & _TEN_BITS]
+        + pairs[(value >> 105) & _TEN_BITS]
+        + pairs[(value >> 95) & _TEN_BITS]
+        + pairs[(value >> 85) & _TEN_BITS]
+        + pairs[(value >> 75) & _TEN_BITS]
+        + pairs[(value >> 65) & _TEN_BITS]
+        + pairs[(value >> 55) & _TEN_BITS]
+        + pairs[(value >> 45) & _TEN_BITS]
+        + pairs[(value >> 35) & _TEN_BITS]
+        + pairs[(value >> 25) & _TEN_BITS]
+        + pairs[(value >> 15) & _TEN_BITS]
+        + pairs[(value >> 5) & _TEN_BITS]
+        + _ALPHABET[value & 0x1F]
+    )
