@@ -4,6 +4,7 @@ process (docs/benchmarks.md, "A ULID generator of the host's own")."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from itertools import pairwise
@@ -65,3 +66,28 @@ async def test_the_ids_and_request_ids_a_create_answers_are_such_ulids(
         made += [answer.headers["x-request-id"], answer.outputs["id"]]
     assert [str(ULID.from_str(text)) for text in made] == made
     assert made == sorted(made) and len(set(made)) == len(made)
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_does_not_continue_its_parents_sequence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The parent's last ULID lies in a millisecond an hour ahead: a child that kept it would
+    # make exactly the parent's next one.
+    monkeypatch.setattr(ulids._Last, "millis", time.time_ns() // 1_000_000 + 3_600_000)
+    monkeypatch.setattr(ulids._Last, "randomness", 5)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child's coverage is not collected)
+        os.write(write, new_ulid().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    childs = os.read(read, 64).decode()
+    os.close(read)
+    parents = new_ulid()
+    assert int(ULID.from_str(parents)) & ((1 << 80) - 1) == 6
+    assert (
+        childs != parents
+        and ULID.from_str(childs).milliseconds < ULID.from_str(parents).milliseconds
+    )
