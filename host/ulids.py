@@ -27,6 +27,8 @@ _PAIRS: Final = tuple(a + b for a in _ALPHABET for b in _ALPHABET)
 _RANDOM_BITS: Final = 80
 _RANDOM_MAX: Final = (1 << _RANDOM_BITS) - 1
 _TEN_BITS: Final = 0x3FF
+_PAIR_SHIFTS: Final = tuple(range(115, 4, -10))
+"""Where the twelve 10-bit pairs between the first character (3 bits) and the last (5) lie."""
 
 
 class _Last:
@@ -59,19 +61,5 @@ def new_ulid() -> str:
         _Last.millis, _Last.randomness = millis, randomness
     value = (millis << _RANDOM_BITS) | randomness
     pairs = _PAIRS
-    return (
-        _ALPHABET[value >> 125]
-        + pairs[(value >> 115) & _TEN_BITS]
-        + pairs[(value >> 105) & _TEN_BITS]
-        + pairs[(value >> 95) & _TEN_BITS]
-        + pairs[(value >> 85) & _TEN_BITS]
-        + pairs[(value >> 75) & _TEN_BITS]
-        + pairs[(value >> 65) & _TEN_BITS]
-        + pairs[(value >> 55) & _TEN_BITS]
-        + pairs[(value >> 45) & _TEN_BITS]
-        + pairs[(value >> 35) & _TEN_BITS]
-        + pairs[(value >> 25) & _TEN_BITS]
-        + pairs[(value >> 15) & _TEN_BITS]
-        + pairs[(value >> 5) & _TEN_BITS]
-        + _ALPHABET[value & 0x1F]
-    )
+    middle = "".join([pairs[(value >> shift) & _TEN_BITS] for shift in _PAIR_SHIFTS])
+    return _ALPHABET[value >> 125] + middle + _ALPHABET[value & 0x1F]
