@@ -13,6 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from host.config import Settings
+from host.graph import build_graph
+from host.storage import build_schema
 from host.storage.database import SQLiteStorage, Storage, Tx
 from host.storage.groupcommit import GroupCommit
 from host.storage.tx import Closing
@@ -114,5 +116,34 @@ async def test_a_unit_that_wrote_and_then_failed_is_rolled_back_alone(tmp_path: 
         rows = await storage.rows("SELECT v FROM t ORDER BY n")
         expected = [v for n in names if n != "u3" for v in (f"{n}-effect", n)]
         assert [r[0] for r in rows] == expected
+    finally:
+        await storage.disconnect()
+
+
+async def test_the_writer_keeps_its_savepoint_journals_in_memory_once_prepared(
+    tmp_path: Path,
+) -> None:
+    """A unit joining a batch journals the pages it changes; past 64 KiB SQLite spills that
+    journal to a temporary file (64 write calls per create). Once the schema is prepared the
+    writer keeps temporary files in memory; while the schema's work runs (which may sort a
+    large index) they stay on disk, and the readers are left as they are."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'temp.db'}", plugins_only=("helpdesk",)
+    )
+    storage = Storage(settings)
+    await storage.connect()
+    assert isinstance(storage, SQLiteStorage)
+    seen: list[int] = []
+
+    async def evolve(tx: Tx) -> None:
+        seen.append(int((await tx.rows("PRAGMA temp_store"))[0][0]))
+
+    try:
+        schema = build_schema(build_graph(settings), storage.dialect)
+        await storage.prepare(schema, evolve=evolve)
+        assert seen == [1]  # FILE while the schema's work ran
+        writer = await storage.transaction(lambda tx: tx.rows("PRAGMA temp_store"))
+        assert writer[0][0] == 2  # MEMORY for the units of work after it
+        assert (await storage.rows("PRAGMA temp_store"))[0][0] == 0  # a reader: the default
     finally:
         await storage.disconnect()
