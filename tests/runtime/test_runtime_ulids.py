@@ -91,3 +91,17 @@ def test_a_forked_child_does_not_continue_its_parents_sequence(
         childs != parents
         and ULID.from_str(childs).milliseconds < ULID.from_str(parents).milliseconds
     )
+
+
+def test_an_increment_that_carries_into_the_cached_characters_is_encoded_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Within a millisecond only the last four characters are encoded anew, until the
+    increment carries past them (every 2**20): then the whole string changes."""
+    later = time.time_ns() // 1_000_000 + 3_600_000
+    base = (0x1234_5678_9ABC_DE << 20) - 3  # three below a carry out of the last 20 bits
+    monkeypatch.setattr(ulids._Last, "millis", later)
+    monkeypatch.setattr(ulids._Last, "randomness", base)
+    made = [new_ulid() for _ in range(6)]
+    expected = [str(ULID.from_int((later << 80) | (base + n))) for n in range(1, 7)]
+    assert made == expected
