@@ -10,8 +10,8 @@ costs python-ulid about 9.8 µs (a generator, a policy and a ``ULID`` object, th
 of one character per expression) costs about 4 µs here for the first ULID of a
 millisecond (one integer, encoded ten bits per table look-up) and 1.6 µs for the next ones,
 which reuse the previous one's first 22 characters (docs/benchmarks.md, "A ULID generator of
-the host's own, taken"). python-ulid
-stays the reference the tests check these strings against, and what reads a ULID.
+the host's own, taken", and "ULIDs of one millisecond"). python-ulid stays the reference the
+tests check these strings against, and what reads a ULID.
 """
 
 from __future__ import annotations
