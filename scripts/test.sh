@@ -51,6 +51,24 @@ else
     psql "${PG_URL%/*}/postgres" -qc "CREATE DATABASE \"$db\"" \
       || echo "scripts/test.sh: could not create the PostgreSQL database '$db' (needs a role with CREATEDB; see README 'Running the tests')" >&2
   fi
+  # With the default server (no TESSERA_TEST_POSTGRES_URL given), the tests connect as a role
+  # of their own, `tessera_ci` (a superuser, as `postgres` is), whose sessions commit without
+  # waiting for the WAL to reach the disk (`synchronous_commit = off`): a commit is as visible,
+  # isolated and locked as before, and only a crash of the PostgreSQL server itself, which no
+  # test causes, could lose the last ones. Each commit waited about 2 ms for the disk, many
+  # more when pg and reliability-pg share it (docs/testing.md, "What it costs"). Other users
+  # of the server (benchmarks as `postgres`) keep its settings. When the role cannot be made
+  # or cannot log in, the tests use `postgres` as before.
+  if [ -z "${TESSERA_TEST_POSTGRES_URL:-}" ]; then
+    ci_url="postgresql://tessera_ci@127.0.0.1:5432/$db"
+    psql "${PG_URL%/*}/postgres" -qc "CREATE ROLE tessera_ci LOGIN SUPERUSER" >/dev/null 2>&1 || true
+    psql "${PG_URL%/*}/postgres" -qc "ALTER ROLE tessera_ci SET synchronous_commit = off" >/dev/null 2>&1 || true
+    if [ "$(psql "$ci_url" -Atqc 'SHOW synchronous_commit' 2>/dev/null)" = off ]; then
+      export TESSERA_TEST_POSTGRES_URL=$ci_url
+    else
+      echo "scripts/test.sh: could not use the role tessera_ci (synchronous_commit = off): the PostgreSQL tests connect as postgres" >&2
+    fi
+  fi
 fi
 
 python3 -m venv .venv-tox
