@@ -147,3 +147,18 @@ async def test_the_writer_keeps_its_savepoint_journals_in_memory_once_prepared(
         assert (await storage.rows("PRAGMA temp_store"))[0][0] == 0  # a reader: the default
     finally:
         await storage.disconnect()
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
+async def test_the_connections_threads_do_not_preempt_the_event_loop(samples: TenantHost) -> None:
+    """Each SQLite connection's thread runs under SCHED_BATCH (woken, it waits for the event
+    loop to yield instead of preempting it); the event loop's thread keeps the default."""
+    storage = samples._service().storage
+    assert isinstance(storage, SQLiteStorage) and storage._writer is not None
+    connections = [storage._writer, *storage._reader_list]
+    for conn in connections:
+        policy = await conn.raw_connection._execute(lambda: os.sched_getscheduler(0))
+        assert policy == os.SCHED_BATCH
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    agent = samples.client(actor="alice", roles=["agent"])
+    assert (await agent.action(f"{TICKET}.create", inputs={"title": "batch"})).status == 200
