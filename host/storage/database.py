@@ -332,10 +332,10 @@ WRITER_TEMP_STORE: Final = "MEMORY"
 """Where the writer keeps its temporary files once the schema is prepared. A unit of work
 that joins a group commit's batch runs in a savepoint, and SQLite journals the pages it
 changes (about thirty for a create: the row's table and indexes, the audit table's, FTS5's)
-in a sub-journal that spills to a temporary file past 64 KiB: 64 write calls and 133 KiB
+in a sub-journal that spills to a temporary file past 64 KiB: 64 write calls and 136 KiB
 written per create on disk, 9 and 21 KiB in memory, and a tenth less CPU per create
-(docs/benchmarks.md, "The writer's temporary files in memory, taken"). A sub-journal lives until
-its savepoint is released; the writer's own statements sort nothing large."""
+(docs/benchmarks.md, "The writer's temporary files in memory, taken"). A sub-journal lives
+until its savepoint is released; the writer's own statements sort nothing large."""
 
 
 def _batch_scheduling() -> None:

@@ -126,7 +126,8 @@ async def test_the_writer_keeps_its_savepoint_journals_in_memory_once_prepared(
     """A unit joining a batch journals the pages it changes; past 64 KiB SQLite spills that
     journal to a temporary file (64 write calls per create). Once the schema is prepared the
     writer keeps temporary files in memory; while the schema's work runs (which may sort a
-    large index) they stay on disk, and the readers are left as they are."""
+    large index) they stay on disk, and the readers are left as they are. A database of its
+    own: it watches the schema's preparation, which a shared host did before the test."""
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'temp.db'}", plugins_only=("helpdesk",)
     )
