@@ -113,9 +113,14 @@ class DataRuntime:
                            for fqn, e in graph.entities.items()}  # fmt: skip
         """Each entity's declared invariants, compiled (plugin API 1.10)."""
 
-    def reader(self, runner: Runner_) -> Reader:
+    def reader(self, runner: Runner_, unit: ActionData | None = None) -> Reader:
         """Reads rows by id on ``runner`` (a transaction or the storage), for the
-        references a requirement reads through (:mod:`host.runtime.requirements`)."""
+        references a requirement reads through (:mod:`host.runtime.requirements`).
+
+        ``unit``: the data API of the unit of work that checks, which notes each row's
+        version as read (:meth:`ActionData.note_read`): a later write of that row in the unit
+        is then guarded by the version the requirement held on, so a commit in between is a
+        ``ConcurrencyConflict``, not a write past a requirement that no longer holds."""
 
         async def read(
             entity: str, tenant_id: str, ids: Sequence[str]
@@ -123,7 +128,11 @@ class DataRuntime:
             render = self.store.renderer(entity)
             by_id = (ListCondition(ID_COLUMN, "in", tuple(ids)),)
             found = await run_read(self.store.find(runner, entity, tenant_id, by_id, len(ids)))
-            return [dict(zip(render.columns, row, strict=True)) for row in found]
+            rows = [dict(zip(render.columns, row, strict=True)) for row in found]
+            if unit is not None:
+                for row in rows:
+                    unit.note_read(entity, row["id"], row["_version"])
+            return rows
 
         return read
 
@@ -135,11 +144,12 @@ class DataRuntime:
         row: Mapping[str, Any],
         actor: Actor,
         inputs: Mapping[str, Any] | None = None,
+        unit: ActionData | None = None,
     ) -> None:
         """Raise the refusal of the first of ``requirements`` ``row`` (database values)
-        does not meet (:mod:`host.runtime.requirements`)."""
+        does not meet (:mod:`host.runtime.requirements`); ``unit``: see :meth:`reader`."""
         (refusal,) = await refusals(
-            entity, requirements, (row,), actor, self.reader(runner), inputs
+            entity, requirements, (row,), actor, self.reader(runner, unit), inputs
         )
         if refusal is not None:
             raise refusal
@@ -285,6 +295,11 @@ class ActionData:
         self.writable = False
         self.rehearsal = False
         """A dry run's: audit records are built, not inserted."""
+
+    def note_read(self, entity: str, id: str, version: str) -> None:
+        """Note that the unit read row ``id`` of ``entity`` at ``version`` (unless it read
+        the row before): a write of the row through this API is guarded by that version."""
+        self._seen.setdefault((entity, id), version)
 
     # -- reads ------------------------------------------------------------------------------
 

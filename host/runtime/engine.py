@@ -315,6 +315,7 @@ class ActionRuntime:
                 raise NotFound(f"No {entity.fqn} with id '{subject_id}' in this tenant")
             row = attempt.before = dict(zip(render.columns, found, strict=True))
             subject = render(found)
+        data = self._data.bind(tx, action, actor, subject_id, rehearsal=rehearsal, depth=depth)
         ctx = InvocationContext(
             action=action,
             actor=actor,
@@ -323,7 +324,7 @@ class ActionRuntime:
             tx=tx,
             storage=self._storage,
             schema=self._schema,
-            data=self._data.bind(tx, action, actor, subject_id, rehearsal=rehearsal, depth=depth),
+            data=data,
         )
         steps = action.steps  # the chain's steps, as the compiler found them
         if Step.POLICIES in steps:
@@ -350,9 +351,12 @@ class ActionRuntime:
             for name, value in values.items():
                 ctx.write(name, value, True)
         if Step.CONDITIONS in steps:  # the row before the action (a create: as seeded)
+            # The rows read through references are noted in the unit's data API: its write of
+            # one of them is guarded by the version the requirement held on.
             await self._data.check_requirements(
-                tx, entity, self._data.requires[action.fqn], row or ctx.pending, actor, inputs
-            )
+                tx, entity, self._data.requires[action.fqn], row or ctx.pending, actor, inputs,
+                data,
+            )  # fmt: skip
         if Step.EFFECT in steps:
             await self._run_effect(action, ctx)
         staged = await stage(
