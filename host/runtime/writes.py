@@ -144,7 +144,9 @@ async def stage(
     if before is None:
         written = store.insert(entity.fqn, tenant, changes, now)
     else:
-        written = store.update(entity.fqn, tenant, before["id"], before["_version"], changes, now)
+        written = store.update(
+            entity.fqn, tenant, before["id"], before["_version"], changes, now, before
+        )
     staged = Staged(
         entity=entity,
         actor=actor,
