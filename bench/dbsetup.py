@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from contextlib import closing
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -184,19 +185,66 @@ async def _copy_pg(url: str, rows: Sequence[tuple[Any, ...]]) -> None:
 
     conn = await asyncpg.connect(url)
     try:
-        await conn.copy_records_to_table(TICKET_TABLE, records=rows, columns=TICKET_COLUMNS)
+        found = await conn.fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = $1",
+            TICKET_TABLE,
+        )
+        columns, full = with_search_columns(rows, {r["column_name"] for r in found}, None)
+        await conn.copy_records_to_table(TICKET_TABLE, records=full, columns=columns)
     finally:
         await conn.close()
 
 
+@lru_cache(maxsize=1)
+def searched_ticket_fields() -> tuple[str, ...]:
+    """The ticket fields a list projection of the samples searches (the host keeps a folded
+    shadow column of each, indexed by trigrams)."""
+    from host.config import Settings
+    from host.graph import build_graph
+    from host.storage.search import searched_fields
+
+    return searched_fields(build_graph(Settings())).get("helpdesk.ticket", ())
+
+
+def with_search_columns(
+    rows: Sequence[tuple[Any, ...]], present: set[str], first_key: int | None
+) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """The columns and rows as the host writes them: each searched field's folded shadow
+    column and, on SQLite (``first_key``), the row's ``_search_key`` (numbered from it), so
+    that the search index holds the seeded rows as it holds rows written through HTTP. Only
+    the columns ``present`` in the table (the host adds them when it starts; a database only
+    the hand-written baseline uses has none)."""
+    from host.query.folding import search_fold
+    from host.storage.search import KEY_COLUMN, shadow_column
+
+    fields = [name for name in searched_ticket_fields() if shadow_column(name) in present]
+    at = [TICKET_COLUMNS.index(name) for name in fields]
+    columns = (*TICKET_COLUMNS, *(shadow_column(name) for name in fields))
+    if KEY_COLUMN not in present:
+        first_key = None
+    if first_key is not None:
+        columns += (KEY_COLUMN,)
+    out = []
+    for n, row in enumerate(rows):
+        shadows = tuple(search_fold(row[i]) if isinstance(row[i], str) else None for i in at)
+        out.append((*row, *shadows, *(() if first_key is None else (first_key + n,))))
+    return columns, out
+
+
 def insert_rows(url: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    """Insert ticket rows (tuples in :data:`TICKET_COLUMNS` order) straight into the table."""
+    """Insert ticket rows (tuples in :data:`TICKET_COLUMNS` order) straight into the table,
+    with the search columns the host would write (:func:`with_search_columns`)."""
     if url.startswith("sqlite"):
         with closing(sqlite3.connect(sqlite_path(url), timeout=30)) as conn, conn:
-            marks = ", ".join("?" * len(TICKET_COLUMNS))
+            present = {r[1] for r in conn.execute(f"PRAGMA table_info({TICKET_TABLE})")}
+            first_key = None
+            if "_search_key" in present:
+                (top,) = conn.execute(f"SELECT coalesce(max(_search_key), 0) FROM {TICKET_TABLE}")
+                first_key = top[0] + 1
+            columns, full = with_search_columns(rows, present, first_key)
+            marks = ", ".join("?" * len(columns))
             conn.executemany(
-                f"INSERT INTO {TICKET_TABLE} ({', '.join(TICKET_COLUMNS)}) VALUES ({marks})",
-                rows,
+                f"INSERT INTO {TICKET_TABLE} ({', '.join(columns)}) VALUES ({marks})", full
             )
     else:
         asyncio.run(_copy_pg(url, rows))
