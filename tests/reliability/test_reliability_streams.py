@@ -172,6 +172,20 @@ async def _service_sessions(database: str) -> Counter[str]:
     return Counter(str(row._mapping["state"]) for row in rows)
 
 
+async def _sessions_settled(database: str, timeout: float = 15.0) -> Counter[str]:
+    """The service's sessions by state once none is inside a transaction (or at the
+    timeout). A leaked transaction stays; one that is ending (the host's own background
+    work, deliveries, timers and the audit sealer, runs transactions too) shows for a
+    moment (a clean-clone run of 2026-11-29 sampled four "idle in transaction" once, after
+    every answer had arrived). What is asserted is that none stays."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sessions = await _service_sessions(database)
+        if set(sessions) <= {"idle"} or time.monotonic() > deadline:
+            return sessions
+        await asyncio.sleep(0.2)
+
+
 async def _eventually_idle(database: str, timeout: float = 15.0) -> int:
     deadline = time.monotonic() + timeout
     while True:
@@ -289,7 +303,7 @@ async def test_clients_aborting_list_streams_leave_every_read_intact(
         if BACKEND == "postgresql":
             # Every session of the two workers' pools is idle again (the pools may have
             # grown under load, up to TESSERA_PG_POOL_MAX each).
-            sessions_after = await _service_sessions(database)
+            sessions_after = await _sessions_settled(database)
             assert set(sessions_after) == {"idle"}, sessions_after
             assert sessions_after["idle"] <= 2 * 10
             figures.update(
