@@ -210,7 +210,8 @@ def with_search_columns(
     rows: Sequence[tuple[Any, ...]], present: set[str], first_key: int | None
 ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
     """The columns and rows as the host writes them: each searched field's folded shadow
-    column and, on SQLite (``first_key``), the row's ``_search_key`` (numbered from it), so
+    column and, when ``first_key`` is given (SQLite), the row's ``_search_key`` numbered
+    from it, so
     that the search index holds the seeded rows as it holds rows written through HTTP. Only
     the columns ``present`` in the table (the host adds them when it starts; a database only
     the hand-written baseline uses has none)."""
@@ -220,8 +221,6 @@ def with_search_columns(
     fields = [name for name in searched_ticket_fields() if shadow_column(name) in present]
     at = [TICKET_COLUMNS.index(name) for name in fields]
     columns = (*TICKET_COLUMNS, *(shadow_column(name) for name in fields))
-    if KEY_COLUMN not in present:
-        first_key = None
     if first_key is not None:
         columns += (KEY_COLUMN,)
     out = []
@@ -235,11 +234,13 @@ def insert_rows(url: str, rows: Sequence[tuple[Any, ...]]) -> None:
     """Insert ticket rows (tuples in :data:`TICKET_COLUMNS` order) straight into the table,
     with the search columns the host would write (:func:`with_search_columns`)."""
     if url.startswith("sqlite"):
+        from host.storage.search import KEY_COLUMN
+
         with closing(sqlite3.connect(sqlite_path(url), timeout=30)) as conn, conn:
             present = {r[1] for r in conn.execute(f"PRAGMA table_info({TICKET_TABLE})")}
             first_key = None
-            if "_search_key" in present:
-                (top,) = conn.execute(f"SELECT coalesce(max(_search_key), 0) FROM {TICKET_TABLE}")
+            if KEY_COLUMN in present:
+                (top,) = conn.execute(f"SELECT coalesce(max({KEY_COLUMN}), 0) FROM {TICKET_TABLE}")
                 first_key = top[0] + 1
             columns, full = with_search_columns(rows, present, first_key)
             marks = ", ".join("?" * len(columns))

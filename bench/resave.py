@@ -25,7 +25,7 @@ import dbsetup
 import httpx
 import servers
 from run import CREATE_INPUTS, headers, run_load, subject
-from threadcpu import thread_cpu
+from threadcpu import cpu_used, thread_cpu
 
 TENANT = "resave"
 
@@ -83,13 +83,10 @@ def _measure(
             processes=1,
             workdir=tmp,
         )
-        after = thread_cpu(pid)
-        used = {k: after[k] - before.get(k, 0.0) for k in after}
+        total, _loop, writer = cpu_used(before, thread_cpu(pid), pid)
         assert got["non_2xx"] == 0, got
         done = max(got["completed"], 1)
-        total = sum(used.values())
-        used.pop(f"#{pid}")  # the event loop's; the busiest other thread is the writer's
-        return 1000 * total / done, 1000 * max(used.values(), default=0.0) / done
+        return 1000 * total / done, 1000 * writer / done
     finally:
         host.stop()
 

@@ -43,6 +43,17 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return found
 
 
+def cpu_used(
+    before: dict[str, float], after: dict[str, float], pid: int
+) -> tuple[float, float, float]:
+    """CPU seconds between two :func:`thread_cpu` readings of worker ``pid``: all its threads,
+    its event loop's, and the busiest other thread's (SQLite's writer, under writes)."""
+    used = {k: after[k] - before.get(k, 0.0) for k in after}
+    total = sum(used.values())
+    loop = used.pop(f"#{pid}")
+    return total, loop, max(used.values(), default=0.0)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", nargs="+", default=["create", "transition", "update"])
@@ -95,13 +106,9 @@ def main(argv: list[str] | None = None) -> int:
                     processes=1,
                     workdir=tmp,
                 )
-                after = thread_cpu(pid)
                 # Every request sent counts for the CPU (warm-up included).
                 sent = max(got["completed"], 1)
-                used = {k: after[k] - before.get(k, 0.0) for k in after}
-                total = sum(used.values())
-                loop = used.pop(f"#{pid}")
-                writer = max(used.values(), default=0.0)  # the writer's thread, under writes
+                total, loop, writer = cpu_used(before, thread_cpu(pid), pid)
                 ratio = got["rps"] / top["rps"]
                 ratios.append(ratio)
                 cpu_ratios.append(top_cpu * sent / total)

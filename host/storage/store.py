@@ -227,13 +227,14 @@ class EntityStore:
         version = new_ulid()
         written = {"updated_at": now, "_version": version, **changes}
         statements = self._entities[entity]
-        if before is not None:
-            changes = {k: v for k, v in changes.items() if not _holds(before, k, v)}
+        kept = changes if before is None else {
+            k: v for k, v in changes.items() if not _holds(before, k, v)
+        }  # fmt: skip
         columns = {
             "updated_at": now,
             "_version": version,
-            **changes,
-            **shadow_values(statements.searched, changes),
+            **kept,
+            **shadow_values(statements.searched, kept),
         }
         statement = sql.guarded_update(self.dialect, statements.table, tuple(columns))
         args = (*columns.values(), tenant_id, row_id, read_version)
@@ -294,11 +295,7 @@ class EntityStore:
 
 def _holds(row: Mapping[str, Any], name: str, value: Any) -> bool:
     """Whether ``row`` holds ``value`` in ``name`` already (the same type and value)."""
-    held = row.get(name, _ABSENT)
-    return type(held) is type(value) and held == value
-
-
-_ABSENT = object()
+    return name in row and type(row[name]) is type(value) and row[name] == value
 
 
 def _no_system_fields(values: Mapping[str, Any]) -> None:
