@@ -8,36 +8,26 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from quart import Quart, Response, request
-from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from host.auth import identity_for
 from host.config import Settings
 from host.console import Answers, console_enabled, mount_console
 from host.errors import StartupError
 from host.graph import Graph, build_graph
+from host.http.action_lane import ActionLane
 from host.http.cors import CorsMiddleware
 from host.http.draining import stop_all_on_sigterm
 from host.http.endpoint import Endpoint
-from host.http.envelope import JSON, error_body, error_response, json_response
+from host.http.failures import register_failures
 from host.http.openapi import openapi_text
 from host.http.routes import ACTION, CHANGES, ENDPOINTS, HISTORY, PROJECTION
 from host.http.site import Site
-from host.logs import request_id_var
 from host.metrics import Metrics
 from host.service import Service
 from host.storage.plan import SchemaEvolutionError
-from plugin_api.errors import (
-    InternalError,
-    TesseraError,
-    Unauthenticated,
-    UnsupportedMediaType,
-)
 
 logger = logging.getLogger("tessera.http")
-
-HTTP_KINDS = {404: "NotFound"}
-"""Error kinds of the framework's own errors; every other status maps to ``BadRequest``."""
-
 
 SERVING_GC_THRESHOLD = 10_000
 """The cyclic collector's first threshold while an app serves (Python's default: 700). A
@@ -157,54 +147,13 @@ def create_app(
         answers = Answers(site, PROJECTION, ACTION, CHANGES, identity.actor, names, HISTORY)
         mount_console(app, settings, answers)
 
-    @app.errorhandler(TesseraError)
-    async def taxonomy_error(error: TesseraError) -> Response:
-        if error.status < 500:
-            return error_response(error)
-        request_id = request_id_var.get()
-        logger.error(
-            "%s (request id %s): %s",
-            error.kind,
-            request_id,
-            error.message,
-            exc_info=error.__cause__ is not None,
-        )
-        # A 500 names the request id so an operator can find the logged cause.
-        body = error_body(error.kind, f"{error.message} (request id {request_id})")
-        return json_response(body, error.status)
-
-    @app.errorhandler(UnsupportedMediaType)
-    async def unsupported_media_type(error: UnsupportedMediaType) -> Response:
-        response = error_response(error)
-        response.headers["Accept"] = JSON  # RFC 9110 15.5.16: what would have been accepted
-        return response
-
-    @app.errorhandler(Unauthenticated)
-    async def unauthenticated(error: Unauthenticated) -> Response:
-        response = error_response(error)
-        response.headers["WWW-Authenticate"] = error.challenge  # RFC 6750 section 3
-        return response
-
-    @app.errorhandler(HTTPException)
-    async def framework_error(error: HTTPException) -> Response:
-        status = error.code or 500
-        kind = HTTP_KINDS.get(status, "BadRequest" if status < 500 else "InternalError")
-        message = _framework_message(status, error)
-        response = json_response(error_body(kind, message), status)
-        if isinstance(error, MethodNotAllowed) and error.valid_methods:
-            methods = sorted({*error.valid_methods, "OPTIONS"} - {"HEAD"})
-            response.headers["Allow"] = ", ".join(methods)
-        return response
-
-    @app.errorhandler(Exception)
-    async def unexpected_error(error: Exception) -> Response:
-        request_id = request_id_var.get()
-        logger.error("unhandled error (request id %s)", request_id, exc_info=error)
-        return error_response(InternalError(f"Internal error (request id {request_id})"))
+    register_failures(app)
 
     app.before_serving(_freeze_startup_objects)  # last: after the service and the live hub
+    # The plain action request past Quart's request machinery (host/http/action_lane.py).
+    lane = ActionLane(app.asgi_app, app, site)  # type: ignore[arg-type]
     middleware = CorsMiddleware(
-        app.asgi_app,  # type: ignore[arg-type]
+        lane,
         access_log=settings.access_log,
         token_mode=settings.auth_mode == "token",
         draining=site.draining,
@@ -223,13 +172,3 @@ def _view(endpoint: Endpoint, site: Site) -> Callable[..., Awaitable[Response]]:
         return await endpoint.respond(site, **path)
 
     return view
-
-
-def _framework_message(status: int, error: HTTPException) -> str:
-    if status == 404:
-        return f"No route for {request.method} {request.path}"
-    if status == 405:
-        return f"Method {request.method} is not allowed on {request.path}"
-    if status == 413:
-        return "Request body too large"
-    return str(error.description or error.name)

@@ -5,6 +5,7 @@ HTTP/1.1 only unless ``TESSERA_HTTP2`` is set, no ``Upgrade``, no ``Server`` ban
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import ssl
@@ -183,3 +184,78 @@ def test_tls_offers_h2_by_alpn_only_when_configured(tmp_path: Path) -> None:
             context.wrap_socket(connect(s)) as tls,
         ):
             assert tls.selected_alpn_protocol() == expected, http2
+
+
+def _request(path: bytes, body: bytes, *, chunked: bool = False) -> bytes:
+    head = (
+        b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Tenant-ID: t1\r\n"
+        b"X-Actor-Id: rita\r\nX-Actor-Roles: requester\r\nContent-Type: application/json\r\n"
+    )
+    if chunked:
+        middle = len(body) // 2
+        parts = (body[:middle], body[middle:])
+        framed = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts)
+        return head + b"Transfer-Encoding: chunked\r\n\r\n" + framed + b"0\r\n\r\n"
+    return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _answer(sock: socket.socket, buffer: bytes = b"") -> tuple[bytes, bytes, bytes]:
+    """(head without its Date and X-Request-Id lines, body, what followed) of one answer."""
+    while b"\r\n\r\n" not in buffer:
+        buffer += sock.recv(65536)
+    head, _, rest = buffer.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)\r\ncontent-length: (\d+)", head)[1])  # type: ignore[index]
+    while len(rest) < length:
+        rest += sock.recv(65536)
+    kept = [
+        line for line in head.split(b"\r\n") if not re.match(rb"(?i)(date|x-request-id):", line)
+    ]
+    return b"\r\n".join(kept), rest[:length], rest[length:]
+
+
+ULID_BYTES = re.compile(rb"[0-9A-HJKMNP-TV-Z]{26}")
+
+
+def test_the_action_lane_sends_quarts_bytes_on_the_wire(tmp_path: Path) -> None:
+    """The plain action request (host/http/action_lane.py) and the same request with a query
+    string (Quart's route) get the same bytes on one keep-alive connection, with a
+    ``Content-Length`` or chunked; a client gone before its body ends harms nothing."""
+    create = b"/api/actions/helpdesk.ticket.create"
+    unknown = b"/api/actions/helpdesk.ticket.nothing"
+    quart = b"?acceptSchemaVersions=1.0.0"
+    payload = json.dumps({"subject": None, "inputs": {"title": "wire"}}).encode()
+    with run_server(tmp_path, database=own_database(tmp_path)) as server:
+        with connect(server) as sock:
+            answers = []
+            rest = b""
+            for path, body, chunked in [
+                (create, payload, False),
+                (create + quart, payload, False),
+                (create, payload, True),
+                (unknown, payload, False),
+                (unknown + quart, payload, False),
+                (create, b"{nope", False),
+                (create + quart, b"{nope", False),
+            ]:  # fmt: skip
+                sock.sendall(_request(path, body, chunked=chunked))
+                head, answer, rest = _answer(sock, rest)
+                answers.append((head, ULID_BYTES.sub(b"<ulid>", answer)))
+        lane, route, chunked_lane, unknown_lane, unknown_route, broken_lane, broken_route = answers
+        assert lane[0].startswith(b"HTTP/1.1 200 "), lane
+        assert lane == route == chunked_lane
+        assert unknown_lane[0].startswith(b"HTTP/1.1 404 ") and unknown_lane == unknown_route
+        assert broken_lane[0].startswith(b"HTTP/1.1 400 ") and broken_lane == broken_route
+
+        # A client that leaves halfway through its body: nothing written, nothing logged.
+        with connect(server) as sock:
+            sock.sendall(_request(create, payload)[:-5])
+        with connect(server) as sock:
+            sock.sendall(HEALTH + b"\r\n")
+            assert Responses(sock).next()[0] == 200
+        with server.client() as client:
+            listed = client.get(
+                "/api/projections/helpdesk.ticket.queue",
+                headers={"X-Tenant-ID": "t1", "X-Actor-Id": "rita", "X-Actor-Roles": "requester"},
+            ).json()
+        assert len(listed["data"]["items"]) == 3, listed  # the three creates above
+    assert "Traceback" not in server.log.read_text()

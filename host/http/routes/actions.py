@@ -65,8 +65,9 @@ class ActionEndpoint(Endpoint):
     async def answer(
         self, site: Site, fqn: str, raw: bytes, headers: Headers, *, dry_run: bool = False
     ) -> Response:
-        """The answer for this body and these headers, counted as the route's (the console
-        runs its forms, and its previews with ``dry_run``, through it, in process)."""
+        """The answer for this body and these headers, counted as the route's: the action
+        lane's answer to a plain request (:mod:`host.http.action_lane`), and the console's to
+        its forms and, with ``dry_run``, their previews (in process)."""
         return await _counted(
             site, fqn, lambda: self._answer(site, fqn, raw, headers, dry_run=dry_run)
         )
