@@ -13,6 +13,9 @@ so :func:`harden_hypercorn` also puts a subclass of its HTTP/1.1 protocol in pla
 * a request announcing ``Expect: 100-continue`` with a ``Content-Length`` over the body limit
   gets no ``100 Continue``: the application answers 413 at once and the body is never sent.
 
+It also writes the head of an answer of known length (a ``Content-Length``) together with its
+body, in one system call where Hypercorn makes two (docs/benchmarks.md, "The action lane").
+
 It runs in every Hypercorn worker, when ``host.asgi`` is imported, so ``tessera serve`` and
 ``hypercorn host.asgi:app`` are both covered.
 """
@@ -24,8 +27,11 @@ from typing import ClassVar
 import h11
 import hypercorn.config
 import hypercorn.protocol
-from hypercorn.events import Closed
+from hypercorn.events import Closed, RawData
+from hypercorn.protocol.events import Event as StreamEvent
+from hypercorn.protocol.events import StreamClosed
 from hypercorn.protocol.h11 import H11Protocol
+from hypercorn.typing import H11SendableEvent
 
 from host.config import Settings
 
@@ -57,6 +63,10 @@ def _without_upgrade(request: h11.Request) -> h11.Request:
     )
 
 
+def _has_length(response: h11.Response) -> bool:
+    return any(name == b"content-length" for name, _ in response.headers)
+
+
 def _declared_length(request: h11.Request) -> int:
     """The request's ``Content-Length`` (h11 has checked there is at most one), else 0."""
     for name, value in request.headers:
@@ -72,6 +82,8 @@ class GuardedH11Protocol(H11Protocol):
     http2: ClassVar[bool] = False
     max_body_bytes: ClassVar[int] = Settings().max_body_bytes
     _refused: bool = False
+    _held: bytes = b""
+    """The head of a response of known length, not yet written: it goes out with the body."""
 
     async def _check_protocol(self, event: h11.Request) -> None:
         if _is_http2_preface(event) and not self.http2:
@@ -89,6 +101,30 @@ class GuardedH11Protocol(H11Protocol):
         if self._refused:
             return
         await super()._create_stream(_without_upgrade(request))
+
+    async def stream_send(self, event: StreamEvent) -> None:
+        if isinstance(event, StreamClosed) and self._held:  # an answer cut off after its head
+            held, self._held = self._held, b""
+            await self.send(RawData(data=held))
+        await super().stream_send(event)
+
+    async def _send_h11_event(self, event: H11SendableEvent) -> None:
+        """Hypercorn's, but the head of a response with a ``Content-Length`` is written with
+        the first bytes after it (its body, or its end), in one write instead of three: the
+        same bytes, one system call and two awaits fewer per answer."""
+        try:
+            data = self.connection.send(event) or b""
+        except h11.LocalProtocolError:
+            if self.connection.their_state != h11.ERROR:
+                raise
+            return
+        if isinstance(event, h11.Response) and _has_length(event):
+            self._held += data
+            return
+        if self._held:
+            data, self._held = self._held + data, b""
+        if data:
+            await self.send(RawData(data=data))
 
 
 def harden_hypercorn(settings: Settings) -> None:
