@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from quart import Quart, Response, request
@@ -26,8 +25,6 @@ from host.http.site import Site
 from host.metrics import Metrics
 from host.service import Service
 from host.storage.plan import SchemaEvolutionError
-
-logger = logging.getLogger("tessera.http")
 
 SERVING_GC_THRESHOLD = 10_000
 """The cyclic collector's first threshold while an app serves (Python's default: 700). A
