@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from quart import Quart, Response
@@ -33,17 +33,12 @@ from quart.utils import encode_headers
 from werkzeug.datastructures import Headers
 from werkzeug.exceptions import RequestEntityTooLarge, RequestTimeout
 
+from host.http.cors import ASGIApp, Receive, Scope, Send
 from host.http.failures import failure_response
 from host.http.routes import ACTION
 from host.http.site import Site
 
 __all__ = ["ActionLane"]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _T = TypeVar("_T")
 
