@@ -167,8 +167,12 @@ async def test_a_failing_subscriber_goes_dead_without_holding_up_others(
 
     env = {**os.environ, "TESSERA_DATABASE_URL": events_host.database_url}
 
-    def tessera(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+    async def tessera(*args: str) -> subprocess.CompletedProcess[str]:
+        # In a thread: the host runs on this test's event loop, and a write of its own
+        # (the dispatcher's) may hold SQLite's write lock across an await; a blocked loop
+        # would keep it held while the command waits for it, until its busy timeout.
+        return await asyncio.to_thread(
+            subprocess.run,
             [sys.executable, "-m", "host", "events", *args],
             env=env,
             capture_output=True,
@@ -177,20 +181,24 @@ async def test_a_failing_subscriber_goes_dead_without_holding_up_others(
             check=False,
         )
 
-    stats = tessera("stats", "--json")
+    stats = await tessera("stats", "--json")
     assert stats.returncode == 0, stats.stderr
     by_name = {s["subscriber"]: s for s in map(json.loads, stats.stdout.splitlines())}
     assert (by_name["lab.broken"]["dead"], by_name["lab.broken"]["pending"]) == (2, 0)
     assert by_name["lab.broken"]["lag_s"] is None
-    listed = tessera("list", "--state", "dead", "--json")
+    listed = await tessera("list", "--state", "dead", "--json")
     assert {json.loads(line)["subject_id"] for line in listed.stdout.splitlines()} == set(created)
-    assert "lab.broken" in tessera("stats").stdout
-    missing = tessera("retry", "01ARZ3NDEKTSV4RRFFQ69G5FAV")
-    assert (missing.returncode, missing.stdout) == (1, "0 dead deliveries pending again\n")
+    assert "lab.broken" in (await tessera("stats")).stdout
+    missing = await tessera("retry", "01ARZ3NDEKTSV4RRFFQ69G5FAV")
+    assert (missing.returncode, missing.stdout) == (1, "0 dead deliveries pending again\n"), (
+        missing.stderr
+    )
 
     recorder.broken = False
-    retried = tessera("retry", "--all-dead")
-    assert (retried.returncode, retried.stdout) == (0, "2 dead deliveries pending again\n")
+    retried = await tessera("retry", "--all-dead")
+    assert (retried.returncode, retried.stdout) == (0, "2 dead deliveries pending again\n"), (
+        retried.stderr
+    )
 
     async def delivered() -> bool:
         # The handler ran for both, and the dispatcher committed both deliveries (it records
@@ -201,8 +209,8 @@ async def test_a_failing_subscriber_goes_dead_without_holding_up_others(
 
     await until(delivered)
     assert await deliveries(events_host, "subscriber = 'lab.broken'") == []
-    assert tessera("stats").stdout.strip() in {"no deliveries waiting", ""} or (
-        "lab.broken" not in tessera("stats").stdout
+    assert (await tessera("stats")).stdout.strip() in {"no deliveries waiting", ""} or (
+        "lab.broken" not in (await tessera("stats")).stdout
     )
 
 
