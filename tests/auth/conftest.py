@@ -115,7 +115,9 @@ def jwks_server() -> Iterator[JwksServer]:
     issuer = Issuer()
     issuer.rotate("k1")
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(issuer))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for the loop's next turn (0.5 s by default, in every
+    # teardown).
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     port = server.server_address[1]
     running = JwksServer(issuer, f"http://127.0.0.1:{port}/.well-known/jwks.json", server)

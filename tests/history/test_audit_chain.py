@@ -297,7 +297,7 @@ async def test_checkpoints_posted_to_a_webhook_verify_the_chain(
 ) -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Collector)
     Collector.bodies = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         host = await tessera.start(
